@@ -1,0 +1,46 @@
+# Every target works on a fresh machine with only Python 3.11 and pip:
+# the virtual environment is created and filled on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test lint typecheck pytest bench bench-solver bench-load clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[fast]'
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[fast,test]'
+	touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(BIN)/tripeaks-server
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check protocol server client_cli tests bench
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy --strict protocol server client_cli
+
+pytest: $(TEST_STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+bench: bench-solver bench-load
+
+bench-solver: $(TEST_STAMP)
+	$(BIN)/python -m bench.solver
+
+bench-load: $(TEST_STAMP)
+	$(BIN)/python -m bench.load
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

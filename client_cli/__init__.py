@@ -1,0 +1,1 @@
+"""The TriPeaks terminal client, bots and command-line tools."""

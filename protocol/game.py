@@ -1,0 +1,374 @@
+"""The TriPeaks rules engine (RULES.md), in the spirit of python-chess.
+
+A :class:`Game` holds one player's game on a fully known :class:`Deal`.
+``legal_moves()``, ``play(position)``, ``draw()``, ``undo()`` and
+``outcome()`` are the whole API; an illegal action raises
+:class:`IllegalMoveError` carrying a stable :class:`Reason` code.
+
+``view()`` returns a :class:`PlayerView`: exactly what the player may know.
+It is built from the visible state only, so a card still face down or still
+in the stock can never be reached from it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from protocol.cards import DECK_SIZE, Card, CardError, card_code, is_adjacent, parse_card, rank_of
+from protocol.layout import COVERED_BY, COVERS, PEAK_CARDS
+
+DRAW: Final = "draw"
+Move = int | Literal["draw"]
+
+#: How a face-down position appears in a :class:`PlayerView`.
+HIDDEN: Final = "??"
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Rule options that change play: rank wrap and the empty-waste start."""
+
+    wrap: bool = True
+    empty_waste: bool = False
+
+    @property
+    def stock_size(self) -> int:
+        """Cards in the stock at the start: 23, or 24 with an empty waste."""
+        return DECK_SIZE - PEAK_CARDS - (0 if self.empty_waste else 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Deal:
+    """A full deal: 28 peak cards by position, the starting waste card, the stock.
+
+    ``stock[0]`` is drawn first.  ``waste`` is ``None`` exactly when the rules
+    use the empty-waste start.  Construction validates the deal.
+    """
+
+    rules: Rules
+    peaks: tuple[Card, ...]
+    waste: Card | None
+    stock: tuple[Card, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.peaks) != PEAK_CARDS:
+            raise CardError(f"a deal needs {PEAK_CARDS} peak cards, got {len(self.peaks)}")
+        if (self.waste is None) != self.rules.empty_waste:
+            wanted = "no waste card" if self.rules.empty_waste else "one waste card"
+            raise CardError(f"these rules need {wanted}")
+        if len(self.stock) != self.rules.stock_size:
+            raise CardError(
+                f"a deal with these rules needs {self.rules.stock_size} stock cards, "
+                f"got {len(self.stock)}"
+            )
+        cards = [*self.peaks, *self.stock, *([] if self.waste is None else [self.waste])]
+        if any(not isinstance(c, int) or not 0 <= c < DECK_SIZE for c in cards):
+            raise CardError("a deal holds only cards 0..51")
+        if len(set(cards)) != DECK_SIZE:
+            counts = Counter(cards)
+            dupes = sorted(card_code(c) for c, n in counts.items() if n > 1)
+            raise CardError(f"duplicate cards in deal: {', '.join(dupes)}")
+
+    @classmethod
+    def from_codes(
+        cls, rules: Rules, peaks: Sequence[str], waste: str | None, stock: Sequence[str]
+    ) -> Deal:
+        """Build a deal from card codes, raising :class:`CardError` on bad input."""
+        return cls(
+            rules,
+            tuple(parse_card(c) for c in peaks),
+            None if waste is None else parse_card(waste),
+            tuple(parse_card(c) for c in stock),
+        )
+
+    def codes(self) -> dict[str, object]:
+        """The deal as card codes: ``peaks``, ``waste`` and ``stock``."""
+        return {
+            "peaks": [card_code(c) for c in self.peaks],
+            "waste": None if self.waste is None else card_code(self.waste),
+            "stock": [card_code(c) for c in self.stock],
+        }
+
+
+class Reason(enum.IntEnum):
+    """Why a move was refused.  The values are stable: they go on the wire."""
+
+    COVERED = 1
+    NOT_ADJACENT = 2
+    ALREADY_PLAYED = 3
+    STOCK_EMPTY = 4
+    NOTHING_TO_UNDO = 5
+    GAME_OVER = 6
+    NO_SUCH_POSITION = 7
+    UNDO_NOT_ALLOWED = 8
+
+
+REASON_TEXT: Final[dict[Reason, str]] = {
+    Reason.COVERED: "that card is still covered",
+    Reason.NOT_ADJACENT: "that card is not one rank above or below the waste card",
+    Reason.ALREADY_PLAYED: "that card has already been played",
+    Reason.STOCK_EMPTY: "the stock is empty",
+    Reason.NOTHING_TO_UNDO: "there is nothing to undo",
+    Reason.GAME_OVER: "the game is over",
+    Reason.NO_SUCH_POSITION: "there is no such position (0 to 27)",
+    Reason.UNDO_NOT_ALLOWED: "undo is switched off in this race",
+}
+
+
+class IllegalMoveError(ValueError):
+    """A move the rules do not allow in the current state."""
+
+    def __init__(self, reason: Reason, detail: str = "") -> None:
+        self.reason = reason
+        super().__init__(detail or REASON_TEXT[reason])
+
+
+class Status(enum.Enum):
+    """Where a game stands."""
+
+    PLAYING = "playing"
+    WON = "won"
+    STUCK = "stuck"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a finished game ended: ``WON`` or ``STUCK``."""
+
+    status: Status
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerView:
+    """What one player may know, and nothing more.
+
+    ``board`` has 28 entries by position: a card code when face up,
+    :data:`HIDDEN` when face down, ``None`` once played.
+    """
+
+    board: tuple[str | None, ...]
+    waste_top: str | None
+    stock_left: int
+    moves: int
+    draws: int
+    undos: int
+    status: Status
+
+    @property
+    def cleared(self) -> int:
+        """How many peak cards have been played."""
+        return sum(1 for entry in self.board if entry is None)
+
+
+@dataclass(slots=True)
+class _Counts:
+    moves: int = 0
+    draws: int = 0
+    undos: int = 0
+
+
+class Game:
+    """One player's game on a known deal.
+
+    ``moves`` counts every play and draw made (undone ones included),
+    ``draws`` the draws among them and ``undos`` the undos.
+    """
+
+    def __init__(self, deal: Deal) -> None:
+        self.deal: Final = deal
+        self._removed = [False] * PEAK_CARDS
+        self._cleared = 0
+        self._drawn = 0
+        self._waste: list[Card] = [] if deal.waste is None else [deal.waste]
+        self._history: list[Move] = []
+        self._counts = _Counts()
+
+    # ---- queries -------------------------------------------------------
+    @property
+    def rules(self) -> Rules:
+        """The deal's rule options."""
+        return self.deal.rules
+
+    @property
+    def waste_top(self) -> Card | None:
+        """The waste's top card, or ``None`` while the waste is empty."""
+        return self._waste[-1] if self._waste else None
+
+    @property
+    def stock_left(self) -> int:
+        """Cards still in the stock."""
+        return len(self.deal.stock) - self._drawn
+
+    @property
+    def cleared(self) -> int:
+        """Peak cards played so far."""
+        return self._cleared
+
+    @property
+    def moves(self) -> int:
+        return self._counts.moves
+
+    @property
+    def draws(self) -> int:
+        return self._counts.draws
+
+    @property
+    def undos(self) -> int:
+        return self._counts.undos
+
+    @property
+    def history(self) -> tuple[Move, ...]:
+        """The moves that stand (undone moves are gone from it)."""
+        return tuple(self._history)
+
+    def is_removed(self, position: int) -> bool:
+        return self._removed[position]
+
+    def is_face_up(self, position: int) -> bool:
+        """True when every card covering ``position`` has been played."""
+        return all(self._removed[q] for q in COVERED_BY[position])
+
+    def is_free(self, position: int) -> bool:
+        """True when the card at ``position`` is still there and uncovered."""
+        return not self._removed[position] and self.is_face_up(position)
+
+    def fits(self, card: Card) -> bool:
+        """True when ``card`` may go on the waste (any card fits an empty waste)."""
+        top = self.waste_top
+        return top is None or is_adjacent(rank_of(card), rank_of(top), self.rules.wrap)
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal move: free fitting positions in order, then ``"draw"``."""
+        if self._cleared == PEAK_CARDS:
+            return []
+        moves: list[Move] = [
+            p for p in range(PEAK_CARDS) if self.is_free(p) and self.fits(self.deal.peaks[p])
+        ]
+        if self.stock_left:
+            moves.append(DRAW)
+        return moves
+
+    def outcome(self) -> Outcome | None:
+        """``None`` while playing, else the :class:`Outcome`."""
+        status = self.status
+        return None if status is Status.PLAYING else Outcome(status)
+
+    @property
+    def status(self) -> Status:
+        if self._cleared == PEAK_CARDS:
+            return Status.WON
+        if self.stock_left == 0 and not any(
+            self.is_free(p) and self.fits(self.deal.peaks[p]) for p in range(PEAK_CARDS)
+        ):
+            return Status.STUCK
+        return Status.PLAYING
+
+    def check(self, move: Move) -> Reason | None:
+        """The reason ``move`` is illegal now, or ``None`` when it is legal."""
+        if move == DRAW:
+            if self.status is not Status.PLAYING:
+                return Reason.GAME_OVER
+            return None if self.stock_left else Reason.STOCK_EMPTY
+        if not isinstance(move, int) or isinstance(move, bool) or not 0 <= move < PEAK_CARDS:
+            return Reason.NO_SUCH_POSITION
+        if self.status is not Status.PLAYING:
+            return Reason.GAME_OVER
+        if self._removed[move]:
+            return Reason.ALREADY_PLAYED
+        if not self.is_face_up(move):
+            return Reason.COVERED
+        if not self.fits(self.deal.peaks[move]):
+            return Reason.NOT_ADJACENT
+        return None
+
+    def is_legal(self, move: Move) -> bool:
+        return self.check(move) is None
+
+    # ---- actions -------------------------------------------------------
+    def play(self, position: int) -> tuple[int, ...]:
+        """Play the card at ``position``; return the positions it turned face up."""
+        reason = self.check(position)
+        if reason is not None:
+            raise IllegalMoveError(reason)
+        self._removed[position] = True
+        self._cleared += 1
+        self._waste.append(self.deal.peaks[position])
+        self._history.append(position)
+        self._counts.moves += 1
+        return tuple(q for q in COVERS[position] if self.is_face_up(q))
+
+    def draw(self) -> Card:
+        """Turn the next stock card onto the waste and return it."""
+        reason = self.check(DRAW)
+        if reason is not None:
+            raise IllegalMoveError(reason)
+        card = self.deal.stock[self._drawn]
+        self._drawn += 1
+        self._waste.append(card)
+        self._history.append(DRAW)
+        self._counts.moves += 1
+        self._counts.draws += 1
+        return card
+
+    def push(self, move: Move) -> None:
+        """Apply ``move``: a position to play, or ``"draw"``."""
+        if move == DRAW:
+            self.draw()
+        elif isinstance(move, int):
+            self.play(move)
+        else:
+            raise IllegalMoveError(Reason.NO_SUCH_POSITION)
+
+    def undo(self) -> Move:
+        """Take back the last play or draw and return it."""
+        if self._cleared == PEAK_CARDS:
+            raise IllegalMoveError(Reason.GAME_OVER)
+        if not self._history:
+            raise IllegalMoveError(Reason.NOTHING_TO_UNDO)
+        move = self._history.pop()
+        self._waste.pop()
+        if move == DRAW:
+            self._drawn -= 1
+        else:
+            self._removed[move] = False
+            self._cleared -= 1
+        self._counts.undos += 1
+        return move
+
+    # ---- views ---------------------------------------------------------
+    def view(self) -> PlayerView:
+        """Exactly what the player may know; see :class:`PlayerView`."""
+        board: list[str | None] = []
+        for p in range(PEAK_CARDS):
+            if self._removed[p]:
+                board.append(None)
+            elif self.is_face_up(p):
+                board.append(card_code(self.deal.peaks[p]))
+            else:
+                board.append(HIDDEN)
+        top = self.waste_top
+        return PlayerView(
+            board=tuple(board),
+            waste_top=None if top is None else card_code(top),
+            stock_left=self.stock_left,
+            moves=self.moves,
+            draws=self.draws,
+            undos=self.undos,
+            status=self.status,
+        )
+
+    def state_key(self) -> tuple[tuple[bool, ...], int, Card | None]:
+        """Everything that decides the future of play (for tests and tools)."""
+        return (tuple(self._removed), self._drawn, self.waste_top)
+
+
+def replay(deal: Deal, moves: Iterable[Move]) -> Game:
+    """A fresh game on ``deal`` with ``moves`` pushed; raises on an illegal move."""
+    game = Game(deal)
+    for move in moves:
+        game.push(move)
+    return game

@@ -1,0 +1,1 @@
+"""The TriPeaks Race server: aiohttp shells around the pure race core."""
