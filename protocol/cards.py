@@ -21,7 +21,8 @@ RANK_COUNT: Final = 13
 
 Card = int
 
-ALL_CODES: Final[tuple[str, ...]] = tuple(s_r for s_r in (r + s for s in SUITS for r in RANKS))
+#: Every card code, indexed by card: ``ALL_CODES[card] == card_code(card)``.
+ALL_CODES: Final[tuple[str, ...]] = tuple(rank + suit for suit in SUITS for rank in RANKS)
 _CODE_TO_CARD: Final[dict[str, Card]] = {code: i for i, code in enumerate(ALL_CODES)}
 
 
@@ -40,14 +41,28 @@ def suit_of(card: Card) -> int:
 
 
 def card_code(card: Card) -> str:
-    """Two-character code of ``card``."""
-    if not 0 <= card < DECK_SIZE:
+    """Two-character code of ``card``.
+
+    >>> card_code(0), card_code(9), card_code(51)
+    ('AC', 'TC', 'KS')
+    """
+    if isinstance(card, bool) or not isinstance(card, int) or not 0 <= card < DECK_SIZE:
         raise CardError(f"card index out of range: {card!r}")
     return ALL_CODES[card]
 
 
 def parse_card(code: str) -> Card:
-    """Card for a two-character code such as ``7C``; raises :class:`CardError`."""
+    """Card for a two-character code such as ``7C``; raises :class:`CardError`.
+
+    Codes are exact: upper case, ``T`` for ten.
+
+    >>> parse_card("7C"), parse_card("TD")
+    (6, 22)
+    >>> parse_card("10D")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    protocol.cards.CardError: not a card code: '10D' (expected a rank from A23456789TJQK, ...)
+    """
     try:
         return _CODE_TO_CARD[code]
     except (KeyError, TypeError):
@@ -57,6 +72,10 @@ def parse_card(code: str) -> Card:
 
 
 def is_adjacent(rank_a: int, rank_b: int, wrap: bool) -> bool:
-    """True when two ranks are one apart; with ``wrap`` a king and an ace are too."""
+    """True when two ranks are one apart; with ``wrap`` a king and an ace are too.
+
+    >>> is_adjacent(12, 0, wrap=True), is_adjacent(12, 0, wrap=False)
+    (True, False)
+    """
     diff = abs(rank_a - rank_b)
     return diff == 1 or (wrap and diff == RANK_COUNT - 1)

@@ -8,6 +8,27 @@ A :class:`Game` holds one player's game on a fully known :class:`Deal`.
 ``view()`` returns a :class:`PlayerView`: exactly what the player may know.
 It is built from the visible state only, so a card still face down or still
 in the stock can never be reached from it.
+
+>>> from protocol.shuffle import candidate_deal
+>>> game = Game(candidate_deal("2", 0, Rules()))
+>>> game.view().board[18:]
+('8S', '2S', '5C', '8C', '6S', '6D', '2C', '4D', 'JD', 'AS')
+>>> game.view().waste_top, game.stock_left, game.legal_moves()
+('JC', 23, ['draw'])
+>>> game.play(18)
+Traceback (most recent call last):
+    ...
+protocol.game.IllegalMoveError: 8S is not one rank above or below the waste card JC
+>>> card_code(game.draw()), game.view().waste_top
+('4H', '4H')
+>>> game.legal_moves()
+[20, 'draw']
+>>> game.play(20)
+()
+>>> game.undo(), game.view().waste_top
+(20, '4H')
+>>> game.moves, game.draws, game.undos, game.outcome() is None
+(2, 1, 1, True)
 """
 
 from __future__ import annotations
@@ -41,12 +62,19 @@ class Rules:
         return DECK_SIZE - PEAK_CARDS - (0 if self.empty_waste else 1)
 
 
+def _is_card(value: object) -> bool:
+    # bool is an int subclass; True must not pass for the two of clubs.
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < DECK_SIZE
+
+
 @dataclass(frozen=True, slots=True)
 class Deal:
     """A full deal: 28 peak cards by position, the starting waste card, the stock.
 
     ``stock[0]`` is drawn first.  ``waste`` is ``None`` exactly when the rules
-    use the empty-waste start.  Construction validates the deal.
+    use the empty-waste start.  Construction validates the deal and raises
+    :class:`~protocol.cards.CardError` on a wrong count, a duplicate or a
+    value that is not a card.
     """
 
     rules: Rules
@@ -55,6 +83,11 @@ class Deal:
     stock: tuple[Card, ...]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.rules, Rules):
+            raise TypeError(f"a deal needs Rules, got {type(self.rules).__name__}")
+        # Accept any sequence but store tuples, so a deal stays hashable and immutable.
+        object.__setattr__(self, "peaks", tuple(self.peaks))
+        object.__setattr__(self, "stock", tuple(self.stock))
         if len(self.peaks) != PEAK_CARDS:
             raise CardError(f"a deal needs {PEAK_CARDS} peak cards, got {len(self.peaks)}")
         if (self.waste is None) != self.rules.empty_waste:
@@ -66,7 +99,7 @@ class Deal:
                 f"got {len(self.stock)}"
             )
         cards = [*self.peaks, *self.stock, *([] if self.waste is None else [self.waste])]
-        if any(not isinstance(c, int) or not 0 <= c < DECK_SIZE for c in cards):
+        if not all(_is_card(c) for c in cards):
             raise CardError("a deal holds only cards 0..51")
         if len(set(cards)) != DECK_SIZE:
             counts = Counter(cards)
@@ -77,7 +110,17 @@ class Deal:
     def from_codes(
         cls, rules: Rules, peaks: Sequence[str], waste: str | None, stock: Sequence[str]
     ) -> Deal:
-        """Build a deal from card codes, raising :class:`CardError` on bad input."""
+        """Build a deal from card codes, raising :class:`CardError` on bad input.
+
+        >>> from protocol.cards import ALL_CODES
+        >>> deal = Deal.from_codes(Rules(), ALL_CODES[:28], "3H", ALL_CODES[29:])
+        >>> deal.codes()["waste"], deal.codes()["stock"][0]
+        ('3H', '4H')
+        >>> Deal.from_codes(Rules(), ALL_CODES[:28], "AC", ALL_CODES[29:])
+        Traceback (most recent call last):
+            ...
+        protocol.cards.CardError: duplicate cards in deal: AC
+        """
         return cls(
             rules,
             tuple(parse_card(c) for c in peaks),
@@ -120,7 +163,11 @@ REASON_TEXT: Final[dict[Reason, str]] = {
 
 
 class IllegalMoveError(ValueError):
-    """A move the rules do not allow in the current state."""
+    """A move the rules do not allow in the current state.
+
+    ``reason`` is the stable code; the message may add detail about the
+    position, but never names a card the player has not seen.
+    """
 
     def __init__(self, reason: Reason, detail: str = "") -> None:
         self.reason = reason
@@ -141,13 +188,19 @@ class Outcome:
 
     status: Status
 
+    @property
+    def won(self) -> bool:
+        """True when all 28 peak cards were played."""
+        return self.status is Status.WON
+
 
 @dataclass(frozen=True, slots=True)
 class PlayerView:
     """What one player may know, and nothing more.
 
     ``board`` has 28 entries by position: a card code when face up,
-    :data:`HIDDEN` when face down, ``None`` once played.
+    :data:`HIDDEN` when face down, ``None`` once played.  Stock cards are
+    only counted, never named.
     """
 
     board: tuple[str | None, ...]
@@ -171,15 +224,25 @@ class _Counts:
     undos: int = 0
 
 
+def _check_position(position: int) -> None:
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise TypeError(f"a position is an int, got {position!r}")
+    if not 0 <= position < PEAK_CARDS:
+        raise IndexError(f"no such position: {position} (0 to {PEAK_CARDS - 1})")
+
+
 class Game:
     """One player's game on a known deal.
 
     ``moves`` counts every play and draw made (undone ones included),
-    ``draws`` the draws among them and ``undos`` the undos.
+    ``draws`` the draws among them and ``undos`` the undos.  With
+    ``allow_undo=False`` (a room option) :meth:`undo` is refused with
+    :attr:`Reason.UNDO_NOT_ALLOWED`.
     """
 
-    def __init__(self, deal: Deal) -> None:
+    def __init__(self, deal: Deal, *, allow_undo: bool = True) -> None:
         self.deal: Final = deal
+        self.allow_undo: Final = allow_undo
         self._removed = [False] * PEAK_CARDS
         self._cleared = 0
         self._drawn = 0
@@ -199,6 +262,11 @@ class Game:
         return self._waste[-1] if self._waste else None
 
     @property
+    def waste(self) -> tuple[Card, ...]:
+        """The whole waste pile, bottom first (the player sees only its top)."""
+        return tuple(self._waste)
+
+    @property
     def stock_left(self) -> int:
         """Cards still in the stock."""
         return len(self.deal.stock) - self._drawn
@@ -210,14 +278,17 @@ class Game:
 
     @property
     def moves(self) -> int:
+        """Plays and draws made, undone ones included."""
         return self._counts.moves
 
     @property
     def draws(self) -> int:
+        """Draws made, undone ones included."""
         return self._counts.draws
 
     @property
     def undos(self) -> int:
+        """Undos made."""
         return self._counts.undos
 
     @property
@@ -226,15 +297,19 @@ class Game:
         return tuple(self._history)
 
     def is_removed(self, position: int) -> bool:
+        """True when the card at ``position`` has been played."""
+        _check_position(position)
         return self._removed[position]
 
     def is_face_up(self, position: int) -> bool:
         """True when every card covering ``position`` has been played."""
-        return all(self._removed[q] for q in COVERED_BY[position])
+        _check_position(position)
+        return self._face_up(position)
 
     def is_free(self, position: int) -> bool:
         """True when the card at ``position`` is still there and uncovered."""
-        return not self._removed[position] and self.is_face_up(position)
+        _check_position(position)
+        return self._free(position)
 
     def fits(self, card: Card) -> bool:
         """True when ``card`` may go on the waste (any card fits an empty waste)."""
@@ -245,9 +320,7 @@ class Game:
         """Every legal move: free fitting positions in order, then ``"draw"``."""
         if self._cleared == PEAK_CARDS:
             return []
-        moves: list[Move] = [
-            p for p in range(PEAK_CARDS) if self.is_free(p) and self.fits(self.deal.peaks[p])
-        ]
+        moves: list[Move] = [p for p in range(PEAK_CARDS) if self._playable(p)]
         if self.stock_left:
             moves.append(DRAW)
         return moves
@@ -259,53 +332,54 @@ class Game:
 
     @property
     def status(self) -> Status:
+        """``WON`` with all 28 played, ``STUCK`` with no stock and no fit, else ``PLAYING``."""
         if self._cleared == PEAK_CARDS:
             return Status.WON
-        if self.stock_left == 0 and not any(
-            self.is_free(p) and self.fits(self.deal.peaks[p]) for p in range(PEAK_CARDS)
-        ):
+        if self.stock_left == 0 and not any(self._playable(p) for p in range(PEAK_CARDS)):
             return Status.STUCK
         return Status.PLAYING
 
     def check(self, move: Move) -> Reason | None:
-        """The reason ``move`` is illegal now, or ``None`` when it is legal."""
-        if move == DRAW:
-            if self.status is not Status.PLAYING:
-                return Reason.GAME_OVER
-            return None if self.stock_left else Reason.STOCK_EMPTY
-        if not isinstance(move, int) or isinstance(move, bool) or not 0 <= move < PEAK_CARDS:
-            return Reason.NO_SUCH_POSITION
-        if self.status is not Status.PLAYING:
+        """The reason ``move`` is illegal now, or ``None`` when it is legal.
+
+        A finished game (won or stuck) refuses every move with ``GAME_OVER``;
+        only :meth:`undo` can lead out of a stuck position.
+        """
+        return self._refusal(move)[0]
+
+    def check_undo(self) -> Reason | None:
+        """The reason :meth:`undo` would be refused now, or ``None``."""
+        if not self.allow_undo:
+            return Reason.UNDO_NOT_ALLOWED
+        if self._cleared == PEAK_CARDS:
+            # A won game is finished for good: the race has recorded the win.
             return Reason.GAME_OVER
-        if self._removed[move]:
-            return Reason.ALREADY_PLAYED
-        if not self.is_face_up(move):
-            return Reason.COVERED
-        if not self.fits(self.deal.peaks[move]):
-            return Reason.NOT_ADJACENT
+        if not self._history:
+            return Reason.NOTHING_TO_UNDO
         return None
 
     def is_legal(self, move: Move) -> bool:
+        """True when ``move`` may be pushed now."""
         return self.check(move) is None
 
     # ---- actions -------------------------------------------------------
     def play(self, position: int) -> tuple[int, ...]:
         """Play the card at ``position``; return the positions it turned face up."""
-        reason = self.check(position)
+        reason, detail = self._refusal(position)
         if reason is not None:
-            raise IllegalMoveError(reason)
+            raise IllegalMoveError(reason, detail)
         self._removed[position] = True
         self._cleared += 1
         self._waste.append(self.deal.peaks[position])
         self._history.append(position)
         self._counts.moves += 1
-        return tuple(q for q in COVERS[position] if self.is_face_up(q))
+        return tuple(q for q in COVERS[position] if self._face_up(q))
 
     def draw(self) -> Card:
         """Turn the next stock card onto the waste and return it."""
-        reason = self.check(DRAW)
+        reason, detail = self._refusal(DRAW)
         if reason is not None:
-            raise IllegalMoveError(reason)
+            raise IllegalMoveError(reason, detail)
         card = self.deal.stock[self._drawn]
         self._drawn += 1
         self._waste.append(card)
@@ -318,17 +392,21 @@ class Game:
         """Apply ``move``: a position to play, or ``"draw"``."""
         if move == DRAW:
             self.draw()
-        elif isinstance(move, int):
+        elif isinstance(move, int) and not isinstance(move, bool):
             self.play(move)
         else:
-            raise IllegalMoveError(Reason.NO_SUCH_POSITION)
+            raise IllegalMoveError(Reason.NO_SUCH_POSITION, f"not a move: {move!r}")
 
     def undo(self) -> Move:
-        """Take back the last play or draw and return it."""
-        if self._cleared == PEAK_CARDS:
-            raise IllegalMoveError(Reason.GAME_OVER)
-        if not self._history:
-            raise IllegalMoveError(Reason.NOTHING_TO_UNDO)
+        """Take back the last play or draw and return it.
+
+        The state returns exactly to what it was before that move; a card the
+        move turned face up goes face down again, so undo never shows anything
+        the player has not already seen.
+        """
+        reason = self.check_undo()
+        if reason is not None:
+            raise IllegalMoveError(reason)
         move = self._history.pop()
         self._waste.pop()
         if move == DRAW:
@@ -346,7 +424,7 @@ class Game:
         for p in range(PEAK_CARDS):
             if self._removed[p]:
                 board.append(None)
-            elif self.is_face_up(p):
+            elif self._face_up(p):
                 board.append(card_code(self.deal.peaks[p]))
             else:
                 board.append(HIDDEN)
@@ -365,10 +443,56 @@ class Game:
         """Everything that decides the future of play (for tests and tools)."""
         return (tuple(self._removed), self._drawn, self.waste_top)
 
+    # ---- internals -----------------------------------------------------
+    def _face_up(self, position: int) -> bool:
+        return all(self._removed[q] for q in COVERED_BY[position])
 
-def replay(deal: Deal, moves: Iterable[Move]) -> Game:
+    def _free(self, position: int) -> bool:
+        return not self._removed[position] and self._face_up(position)
+
+    def _playable(self, position: int) -> bool:
+        return self._free(position) and self.fits(self.deal.peaks[position])
+
+    def _refusal(self, move: Move) -> tuple[Reason | None, str]:
+        """The reason ``move`` is refused with a helpful message, or ``(None, "")``.
+
+        Rank is checked last, and only for a face-up card, so no message can
+        hint at a card that is still face down.
+        """
+        if move == DRAW:
+            if self.status is not Status.PLAYING:
+                return Reason.GAME_OVER, self._game_over_text()
+            if not self.stock_left:
+                return Reason.STOCK_EMPTY, ""
+            return None, ""
+        if isinstance(move, bool) or not isinstance(move, int) or not 0 <= move < PEAK_CARDS:
+            return Reason.NO_SUCH_POSITION, f"there is no position {move!r} (0 to 27)"
+        if self.status is not Status.PLAYING:
+            return Reason.GAME_OVER, self._game_over_text()
+        if self._removed[move]:
+            return Reason.ALREADY_PLAYED, f"the card at position {move} has already been played"
+        if not self._face_up(move):
+            still = [q for q in COVERED_BY[move] if not self._removed[q]]
+            on_top = " and ".join(str(q) for q in still)
+            return Reason.COVERED, f"position {move} is still covered by {on_top}"
+        card = self.deal.peaks[move]
+        if not self.fits(card):
+            top = card_code(self.waste_top) if self.waste_top is not None else "none"
+            return (
+                Reason.NOT_ADJACENT,
+                f"{card_code(card)} is not one rank above or below the waste card {top}",
+            )
+        return None, ""
+
+    def _game_over_text(self) -> str:
+        if self.status is Status.WON:
+            return "the game is over: all 28 peak cards are played"
+        return "the game is over: the stock is empty and no free card fits (stuck)"
+
+
+def replay(deal: Deal, moves: Iterable[Move], *, allow_undo: bool = True) -> Game:
     """A fresh game on ``deal`` with ``moves`` pushed; raises on an illegal move."""
-    game = Game(deal)
+    game = Game(deal, allow_undo=allow_undo)
     for move in moves:
         game.push(move)
     return game

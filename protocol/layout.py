@@ -6,6 +6,11 @@ Positions are numbered row by row from the top, left to right (RULES.md)::
           3   4           5   6           7   8
         9  10  11      12  13  14      15  16  17
       18  19  20  21  22  23  24  25  26  27
+
+>>> COVERED_BY[0], COVERED_BY[4], COVERED_BY[13], COVERED_BY[18]
+((3, 4), (10, 11), (22, 23), ())
+>>> COVERS[22]
+(12, 13)
 """
 
 from __future__ import annotations
@@ -40,7 +45,11 @@ COVERS: Final[tuple[tuple[int, ...], ...]] = tuple(
 
 
 def row_of(position: int) -> int:
-    """Row (0 at the top, 3 at the bottom) of a peak position."""
+    """Row (0 at the top, 3 at the bottom) of a peak position.
+
+    >>> row_of(0), row_of(8), row_of(9), row_of(27)
+    (0, 1, 2, 3)
+    """
     for index, row in enumerate(ROWS):
         if position in row:
             return index

@@ -14,14 +14,21 @@ it and its output is fixed by a public standard (FIPS 180-4), unlike Python's
 4. Cards 1-28 of the shuffled deck go to positions 0-27; with the standard
    start card 29 is the waste and 30-52 the stock (next drawn first); with the
    empty-waste start cards 29-52 are the stock.
+
+>>> deck = shuffled_deck("42")
+>>> len(deck), sorted(deck) == list(range(52)), deck == shuffled_deck(seed_text(42))
+(52, True, True)
+>>> shuffled_deck("42", candidate=1) != deck
+True
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Final
 
-from protocol.cards import DECK_SIZE, Card
+from protocol.cards import DECK_SIZE, Card, CardError
 from protocol.game import Deal, Rules
 from protocol.layout import PEAK_CARDS
 
@@ -49,6 +56,24 @@ def check_seed(seed: str) -> str:
     return seed
 
 
+def seed_text(seed: str | int) -> str:
+    """The seed string for ``seed``: an integer becomes its decimal text.
+
+    Integers from ``-2**63`` to ``2**64 - 1`` (signed or unsigned 64-bit) are
+    accepted; the result is checked with :func:`check_seed`.
+
+    >>> seed_text(42), seed_text("42"), seed_text(-7)
+    ('42', '42', '-7')
+    """
+    if isinstance(seed, bool):
+        raise SeedError("a seed is a string or an integer, not a bool")
+    if isinstance(seed, int):
+        if not -(1 << 63) <= seed < _TWO_64:
+            raise SeedError("an integer seed must fit in 64 bits")
+        return str(seed)
+    return check_seed(seed)
+
+
 class SeedStream:
     """The deterministic word stream for one seed and candidate."""
 
@@ -70,6 +95,8 @@ class SeedStream:
 
     def below(self, n: int) -> int:
         """A uniform integer in ``range(n)`` by rejection sampling."""
+        if not 1 <= n <= _TWO_64:
+            raise ValueError(f"below() needs 1 <= n <= 2**64, got {n}")
         limit = _TWO_64 - (_TWO_64 % n)
         while True:
             word = self.next_word()
@@ -87,8 +114,13 @@ def shuffled_deck(seed: str, candidate: int = 0) -> list[Card]:
     return deck
 
 
-def deal_from_deck(deck: list[Card], rules: Rules) -> Deal:
-    """Lay out a shuffled deck: peaks, then the waste card (unless empty), then stock."""
+def deal_from_deck(deck: Sequence[Card], rules: Rules) -> Deal:
+    """Lay out a shuffled deck: peaks, then the waste card (unless empty), then stock.
+
+    Raises :class:`~protocol.cards.CardError` unless ``deck`` holds the 52 cards once each.
+    """
+    if len(deck) != DECK_SIZE:
+        raise CardError(f"a deck has {DECK_SIZE} cards, got {len(deck)}")
     peaks = tuple(deck[:PEAK_CARDS])
     if rules.empty_waste:
         return Deal(rules, peaks, None, tuple(deck[PEAK_CARDS:]))
