@@ -1,0 +1,147 @@
+"""Server settings: defaults, ``TRIPEAKS_*`` environment variables and command-line flags.
+
+Every setting is a field of :class:`Settings`.  Its environment variable is
+``TRIPEAKS_`` plus the field name in capitals, and its flag is ``--`` plus the
+field name with dashes (``reconnect_grace_s`` -> ``TRIPEAKS_RECONNECT_GRACE_S``
+and ``--reconnect-grace-s``).  A flag beats the environment, which beats the
+default.  ``docs/server.md`` lists them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import ipaddress
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+ENV_PREFIX: Final = "TRIPEAKS_"
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class SettingsError(ValueError):
+    """A setting with a value that cannot be used; the message names it."""
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything an operator can tune.  Times ending in ``_s`` are seconds."""
+
+    host: str = field(default="127.0.0.1", metadata=_doc("address to listen on"))
+    port: int = field(default=8765, metadata=_doc("TCP port (0 picks a free one)"))
+    db: str = field(
+        default="",
+        metadata=_doc("sqlite:///PATH or postgresql://...; empty: SQLite in the data dir"),
+    )
+    log_level: str = field(default="INFO", metadata=_doc("DEBUG, INFO, WARNING or ERROR"))
+    trusted_proxies: str = field(
+        default="",
+        metadata=_doc("comma-separated networks whose X-Forwarded-For is believed"),
+    )
+    heartbeat_s: float = field(default=20.0, metadata=_doc("WebSocket ping interval"))
+    hello_timeout_s: float = field(default=10.0, metadata=_doc("time allowed before hello"))
+    idle_timeout_s: float = field(default=600.0, metadata=_doc("close a silent connection"))
+    reconnect_grace_s: float = field(default=60.0, metadata=_doc("seat kept after a drop"))
+    empty_room_grace_s: float = field(default=30.0, metadata=_doc("empty room lifetime"))
+    progress_hz: float = field(default=10.0, metadata=_doc("max progress frames/s per room"))
+    max_frame_bytes: int = field(default=65536, metadata=_doc("hard frame cap: close 1009"))
+    bad_frame_limit: int = field(default=10, metadata=_doc("bad frames before close 1008"))
+    player_rate: float = field(default=30.0, metadata=_doc("player credits refilled per s"))
+    player_burst: float = field(default=60.0, metadata=_doc("player credit bucket size"))
+    spectator_rate: float = field(default=2.0, metadata=_doc("spectator credits per s"))
+    spectator_burst: float = field(default=10.0, metadata=_doc("spectator bucket size"))
+    abuse_strikes: int = field(default=20, metadata=_doc("rate-limited frames before 1008"))
+    connect_rate: float = field(default=5.0, metadata=_doc("new connections per s per address"))
+    connect_burst: float = field(default=50.0, metadata=_doc("connection burst per address"))
+    rooms_per_connection: int = field(default=5, metadata=_doc("rooms one connection may open"))
+    max_rooms: int = field(default=10000, metadata=_doc("rooms open at once"))
+    deal_workers: int = field(default=2, metadata=_doc("processes that deal (solve) races"))
+    deals_ahead: int = field(default=2, metadata=_doc("deals prepared ahead per rule set"))
+    max_race_s: float = field(default=3600.0, metadata=_doc("cap on a race without a limit"))
+    shutdown_timeout_s: float = field(default=10.0, metadata=_doc("time to flush on SIGTERM"))
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"port must be 0..65535, got {self.port}")
+        if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            levels = "DEBUG, INFO, WARNING or ERROR"
+            raise SettingsError(f"log_level must be {levels}, not {self.log_level}")
+        for spec in dataclasses.fields(self):
+            value = getattr(self, spec.name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+                raise SettingsError(f"{spec.name} must not be negative, got {value}")
+        if self.progress_hz <= 0:
+            raise SettingsError("progress_hz must be positive")
+        self.proxy_networks()  # validates the list
+
+    def proxy_networks(self) -> tuple[IPNetwork, ...]:
+        """The trusted proxy networks, parsed."""
+        networks: list[IPNetwork] = []
+        for item in self.trusted_proxies.split(","):
+            if item.strip():
+                try:
+                    networks.append(ipaddress.ip_network(item.strip(), strict=False))
+                except ValueError as exc:
+                    raise SettingsError(f"trusted_proxies: {exc}") from None
+        return tuple(networks)
+
+
+def _convert(spec: dataclasses.Field[Any], raw: str, source: str) -> Any:
+    kind = type(spec.default)
+    try:
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+    except ValueError:
+        raise SettingsError(f"{source}: expected a number, got {raw!r}") from None
+    return raw
+
+
+def from_env(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Settings from ``TRIPEAKS_*`` variables, then ``overrides`` on top."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for spec in dataclasses.fields(Settings):
+        name = ENV_PREFIX + spec.name.upper()
+        if name in env:
+            values[spec.name] = _convert(spec, env[name], name)
+    values.update(overrides)
+    return Settings(**values)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``tripeaks-server`` argument parser, one flag per setting."""
+    parser = argparse.ArgumentParser(
+        prog="tripeaks-server",
+        description="TriPeaks Race server. Every flag also reads TRIPEAKS_<NAME> from the "
+        "environment (flag wins).",
+    )
+    for spec in dataclasses.fields(Settings):
+        parser.add_argument(
+            "--" + spec.name.replace("_", "-"),
+            dest=spec.name,
+            metavar=spec.name.upper().removesuffix("_S") if spec.name != "db" else "URL",
+            default=None,
+            help=f"{spec.metadata['help']} (default {spec.default!r}; env "
+            f"{ENV_PREFIX}{spec.name.upper()})",
+        )
+    return parser
+
+
+def parse(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the command line and the environment."""
+    args = build_parser().parse_args(argv)
+    overrides: dict[str, Any] = {}
+    for spec in dataclasses.fields(Settings):
+        raw = getattr(args, spec.name)
+        if raw is not None:
+            overrides[spec.name] = _convert(spec, raw, "--" + spec.name.replace("_", "-"))
+    return from_env(env, **overrides)
