@@ -34,6 +34,7 @@ protocol.game.IllegalMoveError: 8S is not one rank above or below the waste card
 from __future__ import annotations
 
 import enum
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -488,6 +489,22 @@ class Game:
         if self.status is Status.WON:
             return "the game is over: all 28 peak cards are played"
         return "the game is over: the stock is empty and no free card fits (stuck)"
+
+
+def standing_key(cleared: int, finish_time: float | None, moves: int) -> tuple[int, float, int]:
+    """Sort key for race standings (RULES.md, *End*): the smallest key ranks first.
+
+    Cleared cards come first.  Among players who cleared all 28 the earlier
+    finish time ranks higher, and among equal times fewer moves.  A player who
+    did not clear everything has no finish time; fewer moves breaks their ties.
+
+    >>> players = {"ann": (28, 61.5, 40), "bob": (28, 58.0, 45), "cy": (27, None, 30)}
+    >>> sorted(players, key=lambda name: standing_key(*players[name]))
+    ['bob', 'ann', 'cy']
+    """
+    if cleared == PEAK_CARDS and finish_time is not None:
+        return (-cleared, finish_time, moves)
+    return (-cleared, math.inf, moves)
 
 
 def replay(deal: Deal, moves: Iterable[Move], *, allow_undo: bool = True) -> Game:
