@@ -229,14 +229,19 @@ class RaceStore:
         self._write_lock = asyncio.Lock()
 
     @classmethod
-    async def connect(cls, url: str | None = None) -> RaceStore:
-        """Open the database at ``url`` (default: :func:`default_db_url`) and migrate it."""
+    async def connect(
+        cls, url: str | None = None, *, migrations: Sequence[Migration] | None = None
+    ) -> RaceStore:
+        """Open the database at ``url`` (default: :func:`default_db_url`) and migrate it.
+
+        ``migrations`` replaces the packaged steps (tests use it to stage upgrades).
+        """
         target = driver_url(url if url is not None else default_db_url())
         display = target.render_as_string(hide_password=True)
         engine = _create_engine(target)
         store = cls(engine, display)
         try:
-            await store.migrate()
+            await store.migrate(migrations)
         except BaseException:
             await engine.dispose()
             raise
@@ -252,9 +257,9 @@ class RaceStore:
         """The back end: ``sqlite`` or ``postgresql``."""
         return str(self._engine.dialect.name)
 
-    async def migrate(self) -> int:
+    async def migrate(self, migrations: Sequence[Migration] | None = None) -> int:
         """Apply pending migration steps; returns the schema version now in force."""
-        steps = load_migrations(self.dialect)
+        steps = tuple(migrations) if migrations is not None else load_migrations(self.dialect)
         latest = steps[-1].version if steps else 0
         async with self._transaction(exclusive=True) as conn:
             if not self._is_sqlite:
@@ -270,7 +275,7 @@ class RaceStore:
                     "it at another database"
                 )
             now_ms = int(time.time() * 1000)
-            for step in steps[current:]:
+            for step in (step for step in steps if step.version > current):
                 for statement in step.statements:
                     await conn.execute(sa.text(statement))
                 await conn.execute(

@@ -1,0 +1,39 @@
+"""Shared fixtures.  Each fixture is small; helpers live in their own modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests import pgutil
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[pgutil.PostgresCluster]:
+    """A throwaway PostgreSQL server for the whole session, stopped at the end.
+
+    Missing binaries skip the test on a developer machine but fail it in CI
+    (``CI`` set), where .ci/run installs PostgreSQL; a server that will not
+    start always fails.
+    """
+    try:
+        cluster = pgutil.start_cluster()
+    except pgutil.PostgresUnavailable as exc:
+        if pgutil.in_ci():
+            pytest.fail(f"PostgreSQL is required in CI: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: pgutil.PostgresCluster) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database, dropped after the test."""
+    url = postgres_cluster.create_database()
+    try:
+        yield url
+    finally:
+        postgres_cluster.drop_database(url)
