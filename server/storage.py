@@ -433,11 +433,22 @@ def _create_engine(url: URL) -> AsyncEngine:
     if url.get_backend_name() == "sqlite":
         database = url.database or ""
         if database != ":memory:" and not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _prepare_sqlite_path(Path(database).expanduser(), url)
         engine = create_async_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
         _tune_sqlite(engine)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
+
+
+def _prepare_sqlite_path(path: Path, url: URL) -> None:
+    """Create the file's directory; refuse paths SQLite could only fail on obscurely."""
+    shown = url.render_as_string(hide_password=True)
+    if path.exists() and not path.is_file():
+        raise StorageError(f"cannot open database {shown}: {path} is not a regular file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot open database {shown}: {exc}") from exc
 
 
 def _tune_sqlite(engine: AsyncEngine) -> None:

@@ -494,3 +494,19 @@ def raw_sql(db_url: str, query: str) -> str:
         check=True,
     )
     return out.stdout.strip()
+
+
+async def test_a_sqlite_file_under_a_plain_file_gives_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(StorageError, match="cannot open database"):
+        await RaceStore.connect(f"sqlite:///{tmp_path / 'file' / 'races.db'}")
+
+
+async def test_a_file_that_is_not_a_database_is_refused_and_left_untouched(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("my precious notes\n")
+    with pytest.raises(StorageError, match="cannot open database"):
+        await RaceStore.connect(f"sqlite:///{path}")
+    assert path.read_text() == "my precious notes\n"
