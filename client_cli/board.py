@@ -254,6 +254,11 @@ class Knowledge:
         """How many stock cards are on the waste now (the index of the next draw)."""
         return self.rules.stock_size - self.stock_left
 
+    def retract(self) -> None:
+        """Take back the last move whatever the room's undo rule (for searches)."""
+        self._undo()
+        self.undos -= 1
+
     def _undo(self) -> None:
         move = self.history.pop()
         self.waste.pop()
@@ -279,8 +284,12 @@ class Knowledge:
         waste_top: str | None,
         stock_left: int | None = None,
         counts: Mapping[str, int] | None = None,
+        restored: int | None = None,
     ) -> None:
         """Apply ``action`` as the server accepted it, with the facts it sent.
+
+        ``restored`` is the position an accepted undo put a card back on, when
+        the server names it (needed for an undo of a move from before a resync).
 
         The server is the authority: its waste top and counts overwrite the
         local guess, so a model that drifted is pulled back into line.
@@ -289,7 +298,7 @@ class Knowledge:
         if action == DRAW and waste_top is not None:
             self._remember_draw(parse_card(waste_top))
         if not self.apply(action):
-            self._apply_blind(action)
+            self._apply_blind(action, restored)
         if waste_top is None:
             self.waste.clear()
         elif self.waste:
@@ -309,16 +318,19 @@ class Knowledge:
             self.drawn_cards.append(UNKNOWN)
         self.drawn_cards[index] = card
 
-    def _apply_blind(self, action: Action) -> None:
+    def _apply_blind(self, action: Action, restored: int | None) -> None:
         """Apply a move the server accepted but the known cards could not check."""
         if action == UNDO:
             if self.history:
                 self._undo()
-            else:
-                # Undo of a move from before a resync: the caller's resync fixes the board.
-                self.undos += 1
-                if len(self.waste) > 1:
-                    self.waste.pop()
+                return
+            # An undo of a move made before a resync: only the server's facts tell.
+            self.undos += 1
+            if self.waste:
+                self.waste.pop()
+            if restored is not None and 0 <= restored < PEAK_CARDS and self.removed[restored]:
+                self.removed[restored] = False
+                self.cleared -= 1
         elif isinstance(action, int) and 0 <= action < PEAK_CARDS and not self.removed[action]:
             self._play(action)
         # Anything else is a no-op: the server's waste top and counts still apply.
@@ -387,14 +399,19 @@ class Board:
         waste_top: str | None,
         stock_left: int | None = None,
         counts: Mapping[str, int] | None = None,
+        restored: int | None = None,
     ) -> bool:
         """The server accepted move ``seq``; return False if it was not pending."""
         item = self._take(seq)
         if item is None:
             return False
-        facts = dict(uncovered)
         self.confirmed.confirm(
-            item.action, uncovered=facts, waste_top=waste_top, stock_left=stock_left, counts=counts
+            item.action,
+            uncovered=dict(uncovered),
+            waste_top=waste_top,
+            stock_left=stock_left,
+            counts=counts,
+            restored=restored,
         )
         return True
 

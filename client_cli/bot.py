@@ -1,0 +1,452 @@
+"""Bot players: hundreds in one process, each one asyncio task on its own WebSocket.
+
+Importable API (stable; documented in ``docs/client.md``)::
+
+    results = await run_bots("ws://127.0.0.1:8765/ws", 4, host=True, pace=2.0)
+    results.ok, results.room, [b.rank for b in results.bots]
+
+A bot knows only what its player is shown: it keeps a
+:class:`~client_cli.board.Board` fed by the server's frames and asks a
+:class:`~client_cli.strategy.Strategy` for each move.  The hot frames
+(``move_result``, ``progress``, ``finish``) are read straight from the msgpack
+map and moves are packed directly, so a bot allocates little per move; the
+rare frames go through the full :func:`protocol.codec.decode_server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgpack
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from client_cli.board import UNDO, Action, Board, Knowledge
+from client_cli.net import ClientError, ConnectionLost, error_text, open_socket
+from client_cli.strategy import Strategy
+from protocol import codec
+from protocol import messages as m
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.game import DRAW, Status
+
+#: Seconds a bot waits for any one step before it reports the race as not completed.
+STEP_TIMEOUT_S: Final = 120.0
+#: How long a rate-limited bot waits before it resends the same move.
+RATE_LIMIT_BACKOFF_S: Final = 0.25
+#: Rejections in a row after which a bot resigns (its model must be wrong).
+MAX_REJECTIONS: Final = 5
+
+_HOT_TAGS: Final = frozenset({"move_result", "progress", "finish", "spectator_board", "pong"})
+
+
+@dataclass(frozen=True, slots=True)
+class BotSettings:
+    """Everything about a bot run beyond the core arguments of :func:`run_bots`."""
+
+    name_prefix: str = "bot"
+    #: Seats the host waits for (bots and humans) before it starts; default: the bot count, >= 2.
+    min_players: int | None = None
+    #: Keep each move's round trip (seconds from send to ``move_result``) in the results.
+    record_rtt: bool = False
+    #: Seed for the bots' own randomness (start jitter); fixed seeds repeat a run.
+    seed: int | None = None
+    #: Give up if any single step (join, countdown, a move) takes longer than this.
+    step_timeout_s: float = STEP_TIMEOUT_S
+    #: Called with (bot name, event, detail) as the run progresses (the CLI prints them).
+    on_event: Callable[[str, str, str], None] | None = None
+
+
+@dataclass(slots=True)
+class BotResult:
+    """How one bot's race went."""
+
+    name: str
+    player_id: str | None = None
+    status: str = "not_started"
+    rank: int | None = None
+    time_ms: int | None = None
+    cleared: int = 0
+    moves: int = 0
+    undos: int = 0
+    rejected: int = 0
+    error: str | None = None
+    rtts: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RaceResults:
+    """The outcome of :func:`run_bots`."""
+
+    room: str | None
+    bots: list[BotResult]
+    race_over: m.RaceOver | None = None
+    #: Host only: seconds from sending ``start`` to receiving ``race_start`` (dealing included).
+    start_latency_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the race ended and no bot failed."""
+        return self.race_over is not None and all(b.error is None for b in self.bots)
+
+    @property
+    def errors(self) -> list[str]:
+        """Every bot's failure, as ``name: reason``."""
+        return [f"{b.name}: {b.error}" for b in self.bots if b.error is not None]
+
+
+class BotFailed(ClientError):
+    """A bot could not complete its race; the message says why."""
+
+
+def _pack(wire: dict[str, Any]) -> bytes:
+    return msgpack.packb(wire, use_bin_type=True)  # type: ignore[no-any-return]
+
+
+class Bot:
+    """One bot player on one socket; :meth:`run` plays a whole race."""
+
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        strategy: str,
+        pace: float | None,
+        settings: BotSettings,
+        rng: random.Random,
+    ) -> None:
+        self.url = url
+        self.result = BotResult(name)
+        self.strategy = Strategy(strategy)
+        self.interval = 0.0 if not pace else 1.0 / pace
+        self.settings = settings
+        self.rng = rng
+        self.ws: ClientConnection | None = None
+        self.board: Board | None = None
+        self.undo_allowed = True
+        self.next_move_at = 0.0
+        self.sent_at = 0.0
+        self.waiting = False  # a move is in flight
+        self.done_playing = False
+        self.rejections = 0
+        self.race_over: m.RaceOver | None = None
+        self.room_state: m.RoomState | None = None
+        self.start_sent_at: float | None = None
+        self.start_latency_s: float | None = None
+
+    # ---- plumbing -------------------------------------------------------
+    def _event(self, event: str, detail: str = "") -> None:
+        if self.settings.on_event is not None:
+            self.settings.on_event(self.result.name, event, detail)
+
+    async def _send(self, message: m.ClientMessage) -> None:
+        assert self.ws is not None
+        await self.ws.send(codec.encode_msgpack(message))
+
+    async def _recv(self, timeout: float) -> tuple[str, Any]:
+        """The next frame as ``(tag, raw map)`` for hot tags or ``(tag, message)`` otherwise."""
+        assert self.ws is not None
+        async with asyncio.timeout(timeout):
+            frame = await self.ws.recv()
+        if not isinstance(frame, bytes):
+            raise BotFailed("the server sent a text frame on the msgpack subprotocol")
+        try:
+            wire = msgpack.unpackb(frame)
+            tag = wire["t"]
+            if tag in _HOT_TAGS:
+                return tag, wire
+            return tag, codec.decode_server(frame, codec.Encoding.MSGPACK)
+        except ProtocolError as exc:
+            raise BotFailed(f"unreadable frame from the server: {exc}") from None
+        except Exception as exc:
+            raise BotFailed(f"unreadable frame from the server: {exc!r}") from None
+
+    async def _expect(self, wanted: type[Any]) -> Any:
+        """Wait for a message of type ``wanted``, handling room news on the way."""
+        while True:
+            _tag, message = await self._recv(self.settings.step_timeout_s)
+            if isinstance(message, wanted):
+                return message
+            if isinstance(message, m.Error):
+                raise BotFailed(error_text(message))
+            if isinstance(message, m.Closing):
+                raise BotFailed(f"the server is closing the connection: {message.reason}")
+
+    # ---- the race -------------------------------------------------------
+    async def run(
+        self,
+        *,
+        room: str | None,
+        create: m.RoomOptions | None,
+        code_ready: asyncio.Future[str] | None = None,
+        min_players: int = 2,
+    ) -> BotResult:
+        """Connect, join or create the room, race, and return this bot's result."""
+        try:
+            await self._run(room, create, code_ready, min_players)
+        except BotFailed as exc:
+            self.result.error = str(exc)
+        except ConnectionLost as exc:
+            self.result.error = str(exc)
+        except ClientError as exc:
+            self.result.error = str(exc)
+        except websockets.ConnectionClosed as exc:
+            reason = exc.rcvd.reason if exc.rcvd is not None else ""
+            self.result.error = "the server closed the connection" + (
+                f": {reason}" if reason else ""
+            )
+        except TimeoutError:
+            self.result.error = "timed out waiting for the server"
+        finally:
+            if code_ready is not None and not code_ready.done():
+                code_ready.set_exception(BotFailed(self.result.error or "the host bot failed"))
+            if self.ws is not None:
+                await self.ws.close()
+        if self.result.error:
+            self.result.status = "error"
+            self._event("error", self.result.error)
+        return self.result
+
+    async def _run(
+        self,
+        room: str | None,
+        create: m.RoomOptions | None,
+        code_ready: asyncio.Future[str] | None,
+        min_players: int,
+    ) -> None:
+        self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+        await self._send(
+            m.Hello(self.result.name, m.PROTOCOL_VERSION, bot=True, client="tripeaks-bot")
+        )
+        welcome: m.Welcome = await self._expect(m.Welcome)
+        self.result.player_id = welcome.player_id
+        if create is not None:
+            await self._send(m.CreateRoom(create))
+        else:
+            assert room is not None
+            await self._send(m.Join(room))
+        state: m.RoomState = await self._expect(m.RoomState)
+        self.room_state = state
+        if code_ready is not None:
+            code_ready.set_result(state.code)
+        self._event("joined", state.code)
+        await self._send(m.Ready(True))
+        self.result.status = "ready"
+        await self._loop(host=create is not None, min_players=min_players)
+
+    async def _loop(self, *, host: bool, min_players: int) -> None:
+        while self.race_over is None:
+            timeout = self.settings.step_timeout_s
+            if self._should_move():
+                delay = self.next_move_at - time.monotonic()
+                if delay <= 0:
+                    await self._move()
+                    continue
+                timeout = delay
+            try:
+                tag, message = await self._recv(timeout)
+            except TimeoutError:
+                if self._should_move():
+                    continue
+                raise
+            if tag in _HOT_TAGS:
+                if tag == "move_result":
+                    await self._on_result(message)
+                continue
+            await self._on_message(message, host, min_players)
+
+    def _should_move(self) -> bool:
+        return self.board is not None and not self.waiting and not self.done_playing
+
+    async def _on_message(self, message: Any, host: bool, min_players: int) -> None:
+        if isinstance(message, m.RoomState):
+            self.room_state = message
+            self.undo_allowed = message.options.undo is not m.UndoPolicy.OFF
+            if host and message.phase is m.Phase.LOBBY and self.start_sent_at is None:
+                members = message.members
+                if len(members) >= min_players and all(x.ready for x in members):
+                    self.start_sent_at = time.monotonic()
+                    await self._send(m.Start())
+                    self._event("start", f"{len(members)} players")
+        elif isinstance(message, m.RaceStart):
+            self._on_race_start(message)
+        elif isinstance(message, m.RaceOver):
+            self._on_race_over(message)
+        elif isinstance(message, m.Error):
+            await self._on_error(message)
+        elif isinstance(message, m.Closing):
+            raise BotFailed(f"the server is closing the connection: {message.reason}")
+        elif isinstance(message, m.Left):
+            raise BotFailed(f"left the room ({message.reason.value})")
+
+    def _on_race_start(self, start: m.RaceStart) -> None:
+        if self.start_sent_at is not None:
+            self.start_latency_s = time.monotonic() - self.start_sent_at
+        view = start.view
+        known = Knowledge.from_view(
+            start.rules, view.board, view.waste_top, view.stock_left,
+            moves=view.moves, draws=view.draws, undos=view.undos, undo_allowed=self.undo_allowed,
+        )
+        self.board = Board(known)
+        self.result.status = "racing"
+        # Spread the first moves so a room of bots does not move in lockstep.
+        self.next_move_at = time.monotonic() + self.rng.random() * self.interval
+        self._event("race_start", start.race_id)
+
+    async def _move(self) -> None:
+        board = self.board
+        assert board is not None
+        known = board.confirmed
+        if known.status is Status.WON:
+            self.done_playing = True
+            return
+        if known.status is Status.STUCK and not self.undo_allowed:
+            self.done_playing = True  # the server has marked us stuck already
+            return
+        action = self.strategy.choose(known)
+        if action is None or self.rejections >= MAX_REJECTIONS:
+            self.done_playing = True
+            await self._send(m.Resign())
+            self._event("resign", "stuck")
+            return
+        await self._send_move(board.propose(action), action)
+
+    async def _send_move(self, seq: int, action: Action) -> None:
+        assert self.ws is not None
+        if action == DRAW:
+            wire: dict[str, Any] = {"t": "move", "seq": seq, "action": "draw"}
+        elif action == UNDO:
+            wire = {"t": "move", "seq": seq, "action": "undo"}
+        else:
+            wire = {"t": "move", "seq": seq, "action": "play", "position": action}
+        self.waiting = True
+        self.sent_at = time.monotonic()
+        await self.ws.send(_pack(wire))
+
+    async def _on_result(self, wire: dict[str, Any]) -> None:
+        board = self.board
+        if board is None:
+            return
+        now = time.monotonic()
+        if self.settings.record_rtt:
+            self.result.rtts.append(now - self.sent_at)
+        seq = wire["seq"]
+        if wire["accepted"]:
+            uncovered = {u["position"]: u["card"] for u in wire["uncovered"]}
+            board.accept(
+                seq,
+                uncovered=uncovered,
+                waste_top=wire["waste_top"],
+                stock_left=wire["stock_left"],
+                counts=wire,
+                restored=wire["position"] if wire["action"] == "undo" else None,
+            )
+            self.rejections = 0
+        else:
+            board.reject(seq)
+            self.rejections += 1
+            self.result.rejected += 1
+        self.result.cleared = wire["cleared"]
+        self.result.moves = wire["moves"]
+        self.result.undos = wire["undos"]
+        status = wire["status"]
+        if status == Status.WON.value or (status == Status.STUCK.value and not self.undo_allowed):
+            self.done_playing = True
+        self.waiting = False
+        self.next_move_at = max(self.next_move_at + self.interval, now) if self.interval else now
+
+    async def _on_error(self, error: m.Error) -> None:
+        board = self.board
+        pending = board.pending[0] if board is not None and board.pending else None
+        if error.code == ErrorCode.RATE_LIMITED and pending is not None:
+            # The move was not handled: send the same sequence number again, later.
+            await asyncio.sleep(RATE_LIMIT_BACKOFF_S)
+            await self._send_move(pending.seq, pending.action)
+            return
+        if self.board is None:
+            raise BotFailed(error_text(error))
+        self._event("error", error_text(error))
+        if pending is not None and error.seq == pending.seq:
+            # The server refused the frame itself; drop the move and think again.
+            assert board is not None
+            board.reject(pending.seq)
+            self.waiting = False
+            self.rejections += 1
+
+    def _on_race_over(self, race: m.RaceOver) -> None:
+        self.race_over = race
+        pid = self.result.player_id
+        for standing in race.standings:
+            if standing.player_id == pid:
+                self.result.status = standing.status.value
+                self.result.rank = standing.rank
+                self.result.time_ms = standing.time_ms
+                self.result.cleared = standing.cleared
+                self.result.moves = standing.moves
+                self.result.undos = standing.undos
+        self._event("race_over", self.result.status)
+
+
+async def run_bots(
+    url: str,
+    count: int,
+    room: str | None = None,
+    host: bool = False,
+    pace: float | None = None,
+    strategy: str = "greedy",
+    options: m.RoomOptions | None = None,
+    *,
+    settings: BotSettings | None = None,
+) -> RaceResults:
+    """Run ``count`` bots through one race and return how it went.
+
+    With ``host=True`` the first bot creates a room with ``options`` (default
+    options otherwise), the others join it, and the host starts the race once
+    ``settings.min_players`` seats (default ``max(2, count)``) are filled and
+    everyone is ready; with ``room=CODE`` every bot joins that room and a human
+    host starts it.  ``pace`` is moves per second per bot (``None``: as fast as
+    the server answers).  Never raises for a failed race: see ``RaceResults.ok``.
+    """
+    if host == (room is not None):
+        raise ValueError("give exactly one of room=CODE or host=True")
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    if pace is not None and pace <= 0:
+        raise ValueError("pace must be positive (moves per second), or None for full speed")
+    Strategy(strategy)  # fails early on an unknown strategy name
+    settings = settings or BotSettings()
+    rng = random.Random(settings.seed)
+    bots = [
+        Bot(url, f"{settings.name_prefix}{i + 1}", strategy, pace, settings, rng)
+        for i in range(count)
+    ]
+    if not host:
+        assert room is not None
+        await asyncio.gather(*(b.run(room=room, create=None) for b in bots))
+        return _collect(room, bots)
+    min_players = settings.min_players or max(2, count)
+    code_ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    host_task = asyncio.create_task(
+        bots[0].run(
+            room=None, create=options or m.RoomOptions(), code_ready=code_ready,
+            min_players=min_players,
+        )
+    )
+    try:
+        code = await code_ready
+    except BotFailed:
+        await host_task
+        return _collect(None, bots)
+    others = [b.run(room=code, create=None) for b in bots[1:]]
+    await asyncio.gather(host_task, *others)
+    return _collect(code, bots)
+
+
+def _collect(room: str | None, bots: list[Bot]) -> RaceResults:
+    race_over = next((b.race_over for b in bots if b.race_over is not None), None)
+    latency = bots[0].start_latency_s if bots else None
+    return RaceResults(room, [b.result for b in bots], race_over, latency)
