@@ -491,20 +491,19 @@ class Game:
         return "the game is over: the stock is empty and no free card fits (stuck)"
 
 
-def standing_key(cleared: int, finish_time: float | None, moves: int) -> tuple[int, float, int]:
+def standing_key(cleared: int, time: float | None, moves: int) -> tuple[int, float, int]:
     """Sort key for race standings (RULES.md, *End*): the smallest key ranks first.
 
     Cleared cards come first.  Among players who cleared all 28 the earlier
-    finish time ranks higher, and among equal times fewer moves.  A player who
-    did not clear everything has no finish time; fewer moves breaks their ties.
+    finish ranks higher, and among equal times fewer moves.  For a player who
+    did not clear everything, ``time`` is when they reached their cleared
+    count (who got there first ranks higher); ``None`` ranks after any time.
 
-    >>> players = {"ann": (28, 61.5, 40), "bob": (28, 58.0, 45), "cy": (27, None, 30)}
+    >>> players = {"ann": (28, 61.5, 40), "bob": (28, 58.0, 45), "cy": (27, 20.0, 30)}
     >>> sorted(players, key=lambda name: standing_key(*players[name]))
     ['bob', 'ann', 'cy']
     """
-    if cleared == PEAK_CARDS and finish_time is not None:
-        return (-cleared, finish_time, moves)
-    return (-cleared, math.inf, moves)
+    return (-cleared, math.inf if time is None else time, moves)
 
 
 def replay(deal: Deal, moves: Iterable[Move], *, allow_undo: bool = True) -> Game:

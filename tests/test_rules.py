@@ -622,14 +622,18 @@ def test_standings_rank_cleared_cards_then_finish_time_then_moves() -> None:
         "all28_slow": standing_key(28, 90.0, 30),
         "all28_fast_many_moves": standing_key(28, 60.0, 50),
         "all28_fast_few_moves": standing_key(28, 60.0, 40),
-        "27": standing_key(27, None, 10),
-        "26": standing_key(26, None, 5),
+        "27_late": standing_key(27, 30.0, 10),
+        "27_early": standing_key(27, 20.0, 10),
+        "27_unknown_time": standing_key(27, None, 1),
+        "26": standing_key(26, 5.0, 5),
     }
     assert sorted(players, key=players.__getitem__) == [
         "all28_fast_few_moves",
         "all28_fast_many_moves",
         "all28_slow",
-        "27",
+        "27_early",
+        "27_late",
+        "27_unknown_time",
         "26",
     ]
 
