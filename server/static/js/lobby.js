@@ -1,0 +1,75 @@
+// The front page: public rooms from GET /api/rooms, polled every two seconds,
+// and a box that opens /watch/CODE.
+
+import { el, setChildren, showMessage } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+const POLL_MS = 2000;
+const PHASE_TEXT = { lobby: "lobby", countdown: "countdown", racing: "racing", finished: "race over" };
+const CODE_PATTERN = /^[A-Za-z0-9]{1,16}$/;
+
+/** Read one room from the API, whatever optional fields it leaves out. */
+export function normaliseRoom(room) {
+  const options = room.options ?? {};
+  const players = Array.isArray(room.players) ? room.players.length : room.players;
+  return {
+    code: String(room.code),
+    name: room.name ?? options.name ?? "",
+    players: Number.isFinite(players) ? players : 0,
+    maxPlayers: room.max_players ?? options.max_players ?? null,
+    spectators: room.spectators ?? 0,
+    phase: room.phase ?? room.state ?? "lobby",
+    allowSpectators: (room.allow_spectators ?? options.allow_spectators) !== false,
+  };
+}
+
+function roomRow(room) {
+  const watchable = room.allowSpectators;
+  return el("tr", { "data-code": room.code }, [
+    el("td", { class: "code" }, watchable
+      ? el("a", { href: `/watch/${encodeURIComponent(room.code)}` }, room.code)
+      : room.code),
+    el("td", {}, room.name),
+    el("td", {}, room.maxPlayers ? `${room.players} / ${room.maxPlayers}` : String(room.players)),
+    el("td", { class: "optional" }, String(room.spectators)),
+    el("td", {}, el("span", { class: "state-badge", "data-state": room.phase },
+      PHASE_TEXT[room.phase] ?? room.phase)),
+    el("td", { class: "optional" }, watchable
+      ? el("a", { class: "button", href: `/watch/${encodeURIComponent(room.code)}`,
+        "aria-label": `Watch room ${room.code}${room.name ? `, ${room.name}` : ""}` }, "Watch")
+      : el("span", { class: "muted" }, "no spectators")),
+  ]);
+}
+
+async function refresh() {
+  try {
+    const response = await fetch("/api/rooms", { cache: "no-store" });
+    if (!response.ok) throw new Error(`the server answered ${response.status}`);
+    const data = await response.json();
+    const rooms = (Array.isArray(data) ? data : data.rooms ?? []).map(normaliseRoom);
+    // Replacing rows would move keyboard focus off a Watch link: keep focus where it was.
+    const focused = document.activeElement?.closest?.("tr[data-code]")?.dataset.code;
+    setChildren($("rooms").tBodies[0], rooms.map(roomRow));
+    if (focused) $("rooms").querySelector(`tr[data-code="${CSS.escape(focused)}"] a`)?.focus();
+    $("no-rooms").hidden = rooms.length > 0;
+    $("rooms").hidden = rooms.length === 0;
+    $("rooms-status").textContent = `${rooms.length} public room${rooms.length === 1 ? "" : "s"} · updated ${new Date().toLocaleTimeString()}`;
+  } catch (error) {
+    $("rooms-status").textContent = `Could not load the rooms: ${error.message}. Retrying…`;
+  }
+}
+
+$("code-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const code = $("room-code").value.trim().toUpperCase();
+  if (!CODE_PATTERN.test(code)) {
+    showMessage($("code-error"), "A room code is 1 to 16 letters and digits, like ABC234.", "error");
+    $("room-code").setAttribute("aria-invalid", "true");
+    $("room-code").focus();
+    return;
+  }
+  location.assign(`/watch/${encodeURIComponent(code)}`);
+});
+
+refresh();
+setInterval(refresh, POLL_MS);

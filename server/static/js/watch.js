@@ -1,0 +1,348 @@
+// /watch/CODE: join a room as a spectator over the JSON subprotocol and draw
+// every player's board from the spectator frames. Boards are drawn only from
+// spectator_board frames (the player's own view), so no hidden card can reach
+// the page; the full deal is used only after race_over has revealed it.
+
+import { BoardView } from "./board.js";
+import { cardShort } from "./cards.js";
+import { checkCommitment, checkDeal } from "./commitment.js";
+import { el, formatMs, setChildren, showMessage } from "./dom.js";
+import { Game } from "./engine.js";
+import { PlayerPanel } from "./panel.js";
+import { Connection } from "./ws.js";
+
+const $ = (id) => document.getElementById(id);
+const ROOM_NOT_FOUND = 106;
+const SPECTATORS_NOT_ALLOWED = 108;
+const ALREADY_RACING = 117;
+const FATAL_JOIN_ERRORS = new Set([ROOM_NOT_FOUND, SPECTATORS_NOT_ALLOWED, ALREADY_RACING]);
+
+const PHASE_TEXT = { lobby: "lobby", countdown: "countdown", racing: "racing", finished: "race over" };
+
+/** The room code from /watch/CODE, upper-cased. */
+function roomCodeFromPath() {
+  const match = /^\/watch\/([^/]+)\/?$/.exec(location.pathname);
+  return match ? decodeURIComponent(match[1]).trim().toUpperCase() : "";
+}
+
+/** A race clock that runs on from the last server reading. */
+class RaceClock {
+  constructor(node) {
+    this.node = node;
+    this.base = 0;
+    this.baseAt = performance.now();
+    this.running = false;
+    setInterval(() => this.render(), 100);
+  }
+  set(elapsedMs, running) {
+    this.base = elapsedMs;
+    this.baseAt = performance.now();
+    this.running = running;
+    this.render();
+  }
+  /** A server reading; the clock never runs backwards on a late frame. */
+  anchor(elapsedMs) {
+    if (elapsedMs >= this.now()) this.set(elapsedMs, this.running);
+  }
+  now() {
+    return this.base + (this.running ? performance.now() - this.baseAt : 0);
+  }
+  stop(atMs = null) {
+    this.set(atMs ?? this.now(), false);
+  }
+  render() {
+    this.node.textContent = formatMs(this.now());
+  }
+}
+
+class Watcher {
+  constructor(code) {
+    this.code = code;
+    this.panels = new Map();
+    this.raceId = null;
+    this.phase = null;
+    this.over = null;
+    this.solution = null;
+    this.countdownTimer = null;
+    this.clock = new RaceClock($("clock"));
+    this.connection = new Connection("web spectator", {
+      onOpen: (conn) => conn.send({ t: "join", code: this.code, role: "spectator" }),
+      onMessage: (message) => this.handle(message),
+      onStatus: (text, kind) => showMessage($("message"), text, kind),
+    });
+    $("winning-line").addEventListener("click", () => this.showSolution());
+  }
+
+  start() {
+    $("room-code").textContent = this.code;
+    this.connection.start();
+  }
+
+  handle(message) {
+    const handler = {
+      room_state: () => this.roomState(message),
+      countdown: () => this.countdown(message),
+      race_start: () => this.raceStart(message.race_id),
+      resync: () => this.resync(message),
+      progress: () => this.progress(message),
+      spectator_board: () => this.spectatorBoard(message),
+      finish: () => this.finish(message),
+      race_over: () => this.raceOver(message),
+      error: () => this.error(message),
+      left: () => this.left(message),
+      closing: () => showMessage($("message"), `The server is closing the connection: ${message.reason}.`, "error"),
+    }[message.t];
+    if (handler) handler();
+  }
+
+  // ---- room -----------------------------------------------------------
+  roomState(state) {
+    showMessage($("message"), "");
+    const name = state.options?.name ?? "TriPeaks race";
+    $("room-title").textContent = name;
+    document.title = `${name} (${state.code}) · TriPeaks Race`;
+    $("spectators").textContent = String(state.spectators);
+    const delay = state.options?.spectator_delay_s ?? 0;
+    $("delay-note").hidden = !delay;
+    $("delay").textContent = `${delay} s`;
+    if (state.race_id && state.race_id !== this.raceId && state.phase !== "lobby") {
+      this.raceStart(state.race_id);
+    }
+    this.setPhase(state.phase);
+    const ids = new Set(state.members.map((member) => member.player_id));
+    if (state.phase === "lobby" || state.phase === "countdown") {
+      for (const id of [...this.panels.keys()]) if (!ids.has(id)) this.panels.delete(id);
+    }
+    for (const member of state.members) this.panelFor(member.player_id, member.name);
+    this.layoutPanels();
+  }
+
+  setPhase(phase) {
+    this.phase = phase;
+    const badge = $("room-phase");
+    badge.dataset.state = phase;
+    badge.textContent = PHASE_TEXT[phase] ?? phase;
+    if (phase === "lobby") {
+      this.clock.set(0, false);
+      for (const panel of this.panels.values()) panel.setStatus("waiting");
+    }
+    if (phase !== "countdown") this.hideCountdown();
+  }
+
+  panelFor(playerId, name = playerId) {
+    let panel = this.panels.get(playerId);
+    if (!panel) {
+      panel = new PlayerPanel(playerId, name);
+      this.panels.set(playerId, panel);
+    }
+    return panel;
+  }
+
+  layoutPanels() {
+    setChildren($("boards"), [...this.panels.values()].map((panel) => panel.root));
+    $("no-players").hidden = this.panels.size > 0;
+  }
+
+  // ---- race -----------------------------------------------------------
+  countdown(message) {
+    this.setPhase("countdown");
+    const endsAt = performance.now() + Math.max(0, message.start_at_ms - message.server_time_ms);
+    const node = $("countdown");
+    clearInterval(this.countdownTimer);
+    const tick = () => {
+      const left = Math.ceil((endsAt - performance.now()) / 1000);
+      if (left <= 0) { this.hideCountdown(); return; }
+      node.hidden = false;
+      node.textContent = String(left);
+    };
+    tick();
+    this.countdownTimer = setInterval(tick, 100);
+  }
+
+  hideCountdown() {
+    clearInterval(this.countdownTimer);
+    $("countdown").hidden = true;
+  }
+
+  /** A new race: forget the last one's results and boards. */
+  raceStart(raceId) {
+    if (raceId === this.raceId) return;
+    this.raceId = raceId;
+    this.over = null;
+    this.hideCountdown();
+    setChildren($("finish-order"), []);
+    $("no-finish").hidden = false;
+    $("results").hidden = true;
+    $("solution").hidden = true;
+    this.stopSolution();
+    const members = [...this.panels.values()];
+    this.panels.clear();
+    for (const old of members) this.panelFor(old.playerId, old.name).setStatus("racing");
+    this.layoutPanels();
+    this.setPhase("racing");
+    this.clock.set(0, true);
+  }
+
+  resync(message) {
+    if (message.race_id && message.phase !== "lobby") this.raceStart(message.race_id);
+    if (message.phase) this.setPhase(message.phase);
+    if (message.phase === "racing") this.clock.set(message.elapsed_ms, true);
+  }
+
+  progress(message) {
+    if (this.over) return;
+    if (this.phase !== "racing") this.setPhase("racing");
+    if (!this.clock.running) this.clock.set(message.elapsed_ms, true);
+    this.clock.anchor(message.elapsed_ms);
+    for (const line of message.players) {
+      const panel = this.panelFor(line.player_id);
+      panel.setProgress({ ...line, elapsed_ms: line.status === "racing" ? line.elapsed_ms : undefined });
+    }
+    if (message.players.some((line) => !this.panelsShown(line.player_id))) this.layoutPanels();
+  }
+
+  panelsShown(playerId) {
+    return this.panels.get(playerId)?.root.isConnected;
+  }
+
+  spectatorBoard(message) {
+    const panel = this.panelFor(message.player_id);
+    if (!panel.root.isConnected) this.layoutPanels();
+    panel.setBoard(message.view);
+    panel.setProgress({
+      cleared: message.view.board.filter((entry) => entry === null).length,
+      moves: message.view.moves,
+      undos: message.view.undos,
+    });
+    if (!this.over) this.clock.anchor(message.elapsed_ms);
+  }
+
+  finish(message) {
+    const panel = this.panelFor(message.player_id, message.name);
+    panel.setRank(message.rank);
+    panel.setProgress({ status: "finished", finish_ms: message.time_ms });
+    $("no-finish").hidden = true;
+    const item = el("li", { "data-player": message.player_id, value: message.rank },
+      [el("strong", {}, message.name), ` ${formatMs(message.time_ms)}`,
+        el("span", { class: "muted" }, ` · ${message.moves} moves`)]);
+    $("finish-order").append(item);
+  }
+
+  raceOver(message) {
+    this.over = message;
+    this.raceId = message.race_id;
+    this.setPhase("finished");
+    const longest = Math.max(0, ...message.standings.map((s) => s.time_ms));
+    this.clock.stop(Math.max(this.clock.now(), longest));
+    const rows = message.standings.map((s) => {
+      const panel = this.panelFor(s.player_id, s.name);
+      panel.setRank(s.rank);
+      panel.setStatus(s.status);
+      return el("tr", { "data-player": s.player_id, "data-rank": s.rank }, [
+        el("td", {}, String(s.rank)),
+        el("th", { scope: "row" }, [s.name, s.bot ? el("span", { class: "muted" }, " (bot)") : null]),
+        el("td", {}, s.status === "finished" ? formatMs(s.time_ms) : s.status.replace("_", " ")),
+        el("td", {}, String(s.cleared)),
+      ]);
+    });
+    setChildren($("standings").tBodies[0], rows);
+    $("par").textContent = message.par === null ? "unknown" : `${message.par} draws`;
+    $("seed").textContent = message.seed;
+    $("commitment").textContent = message.commitment;
+    $("race-link").href = `/races/${encodeURIComponent(message.race_id)}`;
+    $("results").hidden = false;
+    $("commit-check").dataset.ok = "";
+    $("commit-check").textContent = "checking…";
+    const rules = { wrap: message.wrap, empty_waste: message.empty_waste };
+    checkCommitment($("commit-check"), message.seed, rules, message.commitment);
+    checkDeal($("deal-check"), message.seed, message.candidate, rules, message.deal);
+  }
+
+  error(message) {
+    if (FATAL_JOIN_ERRORS.has(message.code)) {
+      this.connection.stop();
+      const text = {
+        [ROOM_NOT_FOUND]: `There is no room with code ${this.code}. Check the code, or pick a room from the list.`,
+        [SPECTATORS_NOT_ALLOWED]: `Room ${this.code} does not allow spectators.`,
+        [ALREADY_RACING]: `You are racing in room ${this.code}, so you cannot watch it.`,
+      }[message.code];
+      showMessage($("message"), text, "error");
+      $("room-phase").textContent = "unavailable";
+      $("watch").hidden = true;
+      return;
+    }
+    showMessage($("message"), `The server says: ${message.message} (error ${message.code}).`, "error");
+  }
+
+  left(message) {
+    this.connection.stop();
+    const why = message.reason === "room_closed" ? "The room has closed." : "You have left the room.";
+    showMessage($("message"), why, "info");
+  }
+
+  // ---- the winning line ----------------------------------------------
+  showSolution() {
+    if (!this.over) return;
+    const { deal, solution, wrap, empty_waste: emptyWaste } = this.over;
+    const game = new Game({ ...deal, wrap, empty_waste: emptyWaste });
+    const views = [game.view()];
+    const captions = ["The deal as dealt"];
+    for (const move of solution) {
+      const card = game.push(move);
+      views.push(game.view());
+      captions.push(move === "draw" ? `Draw ${cardShort(card)}` : `Play ${cardShort(card)}`);
+    }
+    const board = new BoardView("Winning line");
+    setChildren($("solution-board"), [board.root]);
+    this.stopSolution();
+    this.solution = { board, views, captions, step: 0, timer: null };
+    const slider = $("solution-slider");
+    slider.max = String(views.length - 1);
+    slider.oninput = () => { this.pauseSolution(); this.solutionStep(Number(slider.value)); };
+    $("solution-play").onclick = () => (this.solution.timer ? this.pauseSolution() : this.playSolution());
+    $("solution-back").onclick = () => { this.pauseSolution(); this.solutionStep(this.solution.step - 1); };
+    $("solution-forward").onclick = () => { this.pauseSolution(); this.solutionStep(this.solution.step + 1); };
+    $("solution").hidden = false;
+    this.solutionStep(0);
+    $("solution").scrollIntoView({ block: "nearest" });
+    this.playSolution();
+  }
+
+  solutionStep(step) {
+    const s = this.solution;
+    s.step = Math.max(0, Math.min(s.views.length - 1, step));
+    s.board.update(s.views[s.step]);
+    $("solution-slider").value = String(s.step);
+    $("solution-step").textContent = `${s.step} / ${s.views.length - 1}`;
+    $("solution-caption").textContent = s.captions[s.step];
+  }
+
+  playSolution() {
+    const s = this.solution;
+    if (s.step >= s.views.length - 1) this.solutionStep(0);
+    $("solution-play").textContent = "❚❚ Pause";
+    s.timer = setInterval(() => {
+      if (s.step >= s.views.length - 1) { this.pauseSolution(); return; }
+      this.solutionStep(s.step + 1);
+    }, 450);
+  }
+
+  pauseSolution() {
+    if (!this.solution) return;
+    clearInterval(this.solution.timer);
+    this.solution.timer = null;
+    $("solution-play").textContent = "▶ Play";
+  }
+
+  stopSolution() {
+    this.pauseSolution();
+    this.solution = null;
+  }
+}
+
+const code = roomCodeFromPath();
+if (!code) {
+  showMessage($("message"), "No room code in the address: use /watch/CODE.", "error");
+} else {
+  new Watcher(code).start();
+}
