@@ -174,6 +174,11 @@ class IllegalMoveError(ValueError):
         self.reason = reason
         super().__init__(detail or REASON_TEXT[reason])
 
+    def __reduce__(self) -> tuple[type[IllegalMoveError], tuple[Reason, str]]:
+        # The default would rebuild from the message alone and lose the reason,
+        # which matters when the error crosses a process-pool boundary.
+        return (type(self), (self.reason, str(self)))
+
 
 class Status(enum.Enum):
     """Where a game stands."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -687,6 +688,18 @@ def test_reason_codes_are_stable_and_each_has_words() -> None:
 def test_an_illegal_move_error_is_a_value_error_with_the_reason_words() -> None:
     error = IllegalMoveError(Reason.STOCK_EMPTY)
     assert isinstance(error, ValueError) and str(error) == "the stock is empty"
+
+
+def test_an_illegal_move_error_keeps_its_reason_across_processes() -> None:
+    error = IllegalMoveError(Reason.COVERED, "position 3 is still covered by 9 and 10")
+    copy = pickle.loads(pickle.dumps(error))
+    assert copy.reason is Reason.COVERED and str(copy) == str(error)
+
+
+def test_a_deal_and_its_rules_survive_pickling_for_the_process_pool() -> None:
+    deal = staircase_deal(Rules(wrap=False, empty_waste=True))
+    assert pickle.loads(pickle.dumps(deal)) == deal
+    assert hash(pickle.loads(pickle.dumps(deal))) == hash(deal)
 
 
 def test_refusal_covered() -> None:
