@@ -260,6 +260,12 @@ def _build(wire: dict[str, Any], registry: dict[str, Any]) -> Any:
         raise
 
 
+def error_reply(err: ProtocolError) -> m.Error:
+    """The ``error`` message that answers a frame refused with ``err``."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in err.message)[:200]
+    return m.Error(code=int(err.code), message=text or "error", ref=err.tag, seq=err.seq)
+
+
 # ---- cross-field rules ------------------------------------------------------
 def _check_hello(hello: m.Hello) -> None:
     if hello.version not in m.SUPPORTED_VERSIONS:
