@@ -1,0 +1,117 @@
+"""Helpers for the browser tests: Debian's Chromium driven by Playwright.
+
+Playwright never downloads a browser here: it drives ``/usr/bin/chromium``
+with the flags this machine needs (no sandbox as root, no background
+networking, which the closed network would refuse).  When Chromium is
+missing a test is skipped with the reason, except in CI (``CI=true``),
+where ``.ci/run`` installs it and its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from protocol.cards import RANKS, SUITS
+
+CHROMIUM: Final = Path(os.environ.get("TRIPEAKS_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS: Final = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+#: Where screenshots go (gitignored); the tests create it.
+SCREENSHOTS: Final = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+DESKTOP: Final = {"width": 1366, "height": 900}
+PHONE: Final = {"width": 390, "height": 844}
+
+_RANK_NAMES: Final = (
+    "Ace",
+    "Two",
+    "Three",
+    "Four",
+    "Five",
+    "Six",
+    "Seven",
+    "Eight",
+    "Nine",
+    "Ten",
+    "Jack",
+    "Queen",
+    "King",
+)
+_SUIT_NAMES: Final = ("clubs", "diamonds", "hearts", "spades")
+#: "Queen of hearts" -> "QH", for every card.
+CODE_FOR_LABEL: Final = {
+    f"{_RANK_NAMES[r]} of {_SUIT_NAMES[s]}": RANKS[r] + SUITS[s]
+    for r in range(13)
+    for s in range(4)
+}
+CARD_LABEL_RE: Final = re.compile(
+    r"(Ace|Two|Three|Four|Five|Six|Seven|Eight|Nine|Ten|Jack|Queen|King) of "
+    r"(clubs|diamonds|hearts|spades)"
+)
+
+
+def in_ci() -> bool:
+    """True on the CI runner, where every prerequisite must be present."""
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require_chromium() -> None:
+    """Skip (or, in CI, fail) when Debian's Chromium is not installed."""
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return
+    reason = f"Chromium not found at {CHROMIUM}: apt-get install chromium (.ci/run does)"
+    if in_ci():
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@asynccontextmanager
+async def open_browser() -> AsyncIterator[Browser]:
+    """A headless Chromium for one test."""
+    require_chromium()
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS), headless=True
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def new_page(browser: Browser, viewport: dict[str, int] = DESKTOP) -> Page:
+    """A page in a fresh context that fails the test on any script error."""
+    context = await browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.script_errors = errors  # type: ignore[attr-defined]
+    return page
+
+
+def script_errors(page: Page) -> list[str]:
+    """Uncaught script errors the page has raised so far."""
+    return list(getattr(page, "script_errors", []))
+
+
+async def screenshot(page: Page, name: str) -> Path:
+    """Save a full-page screenshot as ``artifacts/screenshots/NAME.png``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True)
+    return path
