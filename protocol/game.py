@@ -180,6 +180,24 @@ class IllegalMoveError(ValueError):
         return (type(self), (self.reason, str(self)))
 
 
+class InvalidMoveError(IllegalMoveError):
+    """Not a move at all: neither a position 0..27 nor ``"draw"``.
+
+    Like python-chess, a malformed move is told apart from a well-formed move
+    the rules refuse; it is still an :class:`IllegalMoveError` with reason
+    :attr:`Reason.NO_SUCH_POSITION`, so one ``except`` catches both.
+    """
+
+    def __init__(self, reason: Reason = Reason.NO_SUCH_POSITION, detail: str = "") -> None:
+        super().__init__(reason, detail)
+
+
+def _error(reason: Reason, detail: str) -> IllegalMoveError:
+    if reason is Reason.NO_SUCH_POSITION:
+        return InvalidMoveError(reason, detail)
+    return IllegalMoveError(reason, detail)
+
+
 class Status(enum.Enum):
     """Where a game stands."""
 
@@ -373,7 +391,7 @@ class Game:
         """Play the card at ``position``; return the positions it turned face up."""
         reason, detail = self._refusal(position)
         if reason is not None:
-            raise IllegalMoveError(reason, detail)
+            raise _error(reason, detail)
         self._removed[position] = True
         self._cleared += 1
         self._waste.append(self.deal.peaks[position])
@@ -385,7 +403,7 @@ class Game:
         """Turn the next stock card onto the waste and return it."""
         reason, detail = self._refusal(DRAW)
         if reason is not None:
-            raise IllegalMoveError(reason, detail)
+            raise _error(reason, detail)
         card = self.deal.stock[self._drawn]
         self._drawn += 1
         self._waste.append(card)
@@ -401,7 +419,7 @@ class Game:
         elif isinstance(move, int) and not isinstance(move, bool):
             self.play(move)
         else:
-            raise IllegalMoveError(Reason.NO_SUCH_POSITION, f"not a move: {move!r}")
+            raise InvalidMoveError(Reason.NO_SUCH_POSITION, f"not a move: {move!r}")
 
     def undo(self) -> Move:
         """Take back the last play or draw and return it.

@@ -26,6 +26,7 @@ from protocol.game import (
     Deal,
     Game,
     IllegalMoveError,
+    InvalidMoveError,
     Move,
     Outcome,
     Reason,
@@ -738,6 +739,19 @@ def test_refusal_no_such_position(move: object) -> None:
     game = Game(make_deal())
     assert game.check(move) is Reason.NO_SUCH_POSITION  # type: ignore[arg-type]
     assert refusal(game, move) is Reason.NO_SUCH_POSITION
+    with pytest.raises(InvalidMoveError, match=r"no position|not a move"):
+        game.push(move)  # type: ignore[arg-type]
+
+
+def test_a_malformed_move_is_an_invalid_move_and_a_refused_one_is_not() -> None:
+    game = Game(make_deal(bottom("3C"), waste="8D"))
+    with pytest.raises(InvalidMoveError) as invalid:
+        game.play(28)
+    assert isinstance(invalid.value, IllegalMoveError)
+    with pytest.raises(IllegalMoveError) as refused:
+        game.play(18)
+    assert not isinstance(refused.value, InvalidMoveError)
+    assert isinstance(pickle.loads(pickle.dumps(invalid.value)), InvalidMoveError)
 
 
 def test_refusal_undo_not_allowed() -> None:
