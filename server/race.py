@@ -13,14 +13,22 @@ so a resend of a rejected move is rejected again with the same reason.
 
 from __future__ import annotations
 
-import enum
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
 from protocol.cards import card_code
-from protocol.game import Deal, Game, IllegalMoveError, PlayerView, Reason, Status
+from protocol.game import (
+    Deal,
+    Game,
+    IllegalMoveError,
+    PlayerView,
+    Reason,
+    Status,
+    standing_key,
+)
 from protocol.layout import PEAK_CARDS
+from protocol.messages import MoveAction, MoveResult, PlayerStatus, Uncovered
 from server.records import MoveLogEntry, PlayerResult
 
 #: How many answered moves each player can have resent after a reconnect.
@@ -29,23 +37,10 @@ RESULT_MEMORY: Final = 512
 MAX_REFUSALS_LOGGED: Final = 1000
 
 
-class RacerStatus(enum.Enum):
-    """A player's standing in the race (the wire's progress status)."""
-
-    RACING = "racing"
-    FINISHED = "finished"
-    STUCK = "stuck"
-    RESIGNED = "resigned"
-    LEFT = "left"
-    TIMEOUT = "timeout"
-
-
-class Action(enum.Enum):
-    """What a move asks for."""
-
-    PLAY = "play"
-    DRAW = "draw"
-    UNDO = "undo"
+#: Record statuses differ from the wire's in one word.
+RECORD_STATUS: Final = {status: status.value for status in PlayerStatus} | {
+    PlayerStatus.TIMED_OUT: "timeout"
+}
 
 
 class SeqOutOfOrder(Exception):
@@ -57,28 +52,6 @@ class SeqOutOfOrder(Exception):
         super().__init__(f"expected move seq {expected} (or a resend of an earlier one), got {got}")
 
 
-@dataclass(frozen=True, slots=True)
-class MoveResult:
-    """The answer to one move: accepted with what changed, or refused with a reason."""
-
-    seq: int
-    action: Action
-    position: int | None
-    accepted: bool
-    reason: Reason | None
-    detail: str
-    #: Positions that this move turned face up, with their cards (plays only).
-    uncovered: tuple[tuple[int, str], ...]
-    waste_top: str | None
-    stock_left: int
-    cleared: int
-    moves: int
-    undos: int
-    status: RacerStatus
-    elapsed_ms: int
-    finish_ms: int | None
-
-
 @dataclass(slots=True)
 class Racer:
     """One player's side of the race."""
@@ -87,7 +60,7 @@ class Racer:
     name: str
     is_bot: bool
     game: Game
-    status: RacerStatus = RacerStatus.RACING
+    status: PlayerStatus = PlayerStatus.RACING
     last_seq: int = 0
     results: deque[MoveResult] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
     log: list[MoveLogEntry] = field(default_factory=list)
@@ -102,9 +75,9 @@ class Racer:
     @property
     def is_done(self) -> bool:
         """True when nothing this player can do changes the race any more."""
-        if self.status is RacerStatus.STUCK:
+        if self.status is PlayerStatus.STUCK:
             return not self.game.allow_undo
-        return self.status is not RacerStatus.RACING
+        return self.status is not PlayerStatus.RACING
 
     def view(self) -> PlayerView:
         """What this player sees."""
@@ -159,7 +132,7 @@ class Race:
 
     # ---- inputs --------------------------------------------------------
     def move(
-        self, player_id: str, seq: int, action: Action, position: int | None, now_ms: int
+        self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
     ) -> tuple[MoveResult, bool]:
         """Apply one move; return its result and whether it is a fresh (not resent) answer."""
         racer = self.racers[player_id]
@@ -173,7 +146,7 @@ class Race:
         racer.last_seq = seq
         at = self.elapsed(now_ms)
         if self.over or racer.status in _FINAL:
-            result = self._refusal(racer, seq, action, position, Reason.GAME_OVER, "", at)
+            result = self._refusal(racer, seq, action, position, Reason.GAME_OVER, at)
         else:
             result = self._apply(racer, seq, action, position, at)
         racer.results.append(result)
@@ -181,18 +154,18 @@ class Race:
 
     def resign(self, player_id: str, now_ms: int) -> bool:
         """The player gives up; False if they were already done."""
-        return self._stop(player_id, RacerStatus.RESIGNED, "resign", now_ms)
+        return self._stop(player_id, PlayerStatus.RESIGNED, "resign", now_ms)
 
     def leave(self, player_id: str, now_ms: int) -> bool:
         """The player left (or their reconnect grace ran out)."""
-        return self._stop(player_id, RacerStatus.LEFT, "leave", now_ms)
+        return self._stop(player_id, PlayerStatus.LEFT, "leave", now_ms)
 
     def time_up(self, now_ms: int) -> list[str]:
         """The time limit is reached: everyone still racing times out."""
         stopped = [
             pid
             for pid, racer in self.racers.items()
-            if not racer.is_done and self._stop(pid, RacerStatus.TIMEOUT, "timeout", now_ms)
+            if not racer.is_done and self._stop(pid, PlayerStatus.TIMED_OUT, "timeout", now_ms)
         ]
         self.end(now_ms)
         return stopped
@@ -212,7 +185,7 @@ class Race:
                 name=racer.name,
                 is_bot=racer.is_bot,
                 rank=rank,
-                status=racer.status.value,
+                status=RECORD_STATUS[racer.status],
                 finish_ms=racer.finish_ms,
                 cleared=racer.game.cleared,
                 moves=racer.game.moves,
@@ -226,95 +199,120 @@ class Race:
 
     # ---- internals -----------------------------------------------------
     def _apply(
-        self, racer: Racer, seq: int, action: Action, position: int | None, at: int
+        self, racer: Racer, seq: int, action: MoveAction, position: int | None, at: int
     ) -> MoveResult:
         game = racer.game
-        uncovered: tuple[tuple[int, str], ...] = ()
-        card: str | None = None
+        change = _Change(position=position)
         try:
-            if action is Action.PLAY:
+            if action is MoveAction.PLAY:
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
                 turned = game.play(position)
-                card = card_code(game.deal.peaks[position])
-                uncovered = tuple((p, card_code(game.deal.peaks[p])) for p in turned)
-            elif action is Action.DRAW:
-                card = card_code(game.draw())
+                change.card = card_code(game.deal.peaks[position])
+                change.uncovered = tuple(
+                    Uncovered(p, card_code(game.deal.peaks[p])) for p in turned
+                )
+            elif action is MoveAction.DRAW:
+                change.position = None
+                change.card = card_code(game.draw())
             else:
-                game.undo()
-                racer.penalty_ms += self.undo_penalty_ms
+                change = self._undo(racer)
         except IllegalMoveError as refusal:
-            return self._refusal(racer, seq, action, position, refusal.reason, str(refusal), at)
-        racer.log.append(MoveLogEntry(seq, at, action.value, position, True, None, card))
-        if action is not Action.DRAW:
+            return self._refusal(racer, seq, action, position, refusal.reason, at)
+        racer.log.append(
+            MoveLogEntry(seq, at, action.value, change.position, True, None, change.card)
+        )
+        if action is not MoveAction.DRAW:
             racer.cleared_at_ms = at
         self._update_status(racer, at)
-        return self._result(racer, seq, action, position, True, None, "", uncovered, at)
+        return self._result(racer, seq, action, True, None, change, at)
+
+    def _undo(self, racer: Racer) -> _Change:
+        game = racer.game
+        history = game.history
+        last = history[-1] if history else None
+        # Positions the undone play had turned face up go face down again.
+        before = [p for p in range(PEAK_CARDS) if game.is_free(p)]
+        undone = game.undo()
+        racer.penalty_ms += self.undo_penalty_ms
+        change = _Change()
+        if isinstance(undone, int) and last == undone:
+            change.undone = MoveAction.PLAY
+            change.position = undone
+            change.card = card_code(game.deal.peaks[undone])
+            change.hidden = tuple(p for p in before if not game.is_face_up(p))
+        else:
+            change.undone = MoveAction.DRAW
+        return change
 
     def _update_status(self, racer: Racer, at: int) -> None:
         status = racer.game.status
         if status is Status.WON:
-            racer.status = RacerStatus.FINISHED
+            racer.status = PlayerStatus.FINISHED
             racer.finish_ms = at + racer.penalty_ms
             racer.done_ms = at
             self.finish_order.append(racer.player_id)
         elif status is Status.STUCK:
-            racer.status = RacerStatus.STUCK
+            racer.status = PlayerStatus.STUCK
             racer.done_ms = at
         else:
             # An undo out of a stuck position puts the player back in the race.
-            racer.status = RacerStatus.RACING
+            racer.status = PlayerStatus.RACING
             racer.done_ms = None
 
     def _refusal(
         self,
         racer: Racer,
         seq: int,
-        action: Action,
+        action: MoveAction,
         position: int | None,
         reason: Reason,
-        detail: str,
         at: int,
     ) -> MoveResult:
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
             entry = MoveLogEntry(seq, at, action.value, position, False, int(reason), None)
             racer.log.append(entry)
-        return self._result(racer, seq, action, position, False, reason, detail, (), at)
+        change = _Change(position=position)
+        return self._result(racer, seq, action, False, reason, change, at)
 
     def _result(
         self,
         racer: Racer,
         seq: int,
-        action: Action,
-        position: int | None,
+        action: MoveAction,
         accepted: bool,
         reason: Reason | None,
-        detail: str,
-        uncovered: tuple[tuple[int, str], ...],
+        change: _Change,
         at: int,
     ) -> MoveResult:
         game = racer.game
         top = game.waste_top
+        position = change.position
+        if position is not None and position > 255:
+            position = None
         return MoveResult(
             seq=seq,
             action=action,
-            position=position,
             accepted=accepted,
             reason=reason,
-            detail=detail,
-            uncovered=uncovered,
+            position=position,
+            card=change.card,
+            uncovered=change.uncovered,
+            hidden=change.hidden,
+            undone=change.undone,
             waste_top=None if top is None else card_code(top),
             stock_left=game.stock_left,
             cleared=game.cleared,
             moves=game.moves,
+            draws=game.draws,
             undos=game.undos,
-            status=racer.status,
+            status=game.status,
+            penalty_ms=racer.penalty_ms,
             elapsed_ms=at,
-            finish_ms=racer.finish_ms,
         )
 
-    def _stop(self, player_id: str, status: RacerStatus, action: str, now_ms: int) -> bool:
+    def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
         racer = self.racers.get(player_id)
         if racer is None or racer.status in _FINAL:
             return False
@@ -325,18 +323,29 @@ class Race:
         return True
 
 
+@dataclass(slots=True)
+class _Change:
+    """What an accepted move changed, for its :class:`MoveResult`."""
+
+    position: int | None = None
+    card: str | None = None
+    uncovered: tuple[Uncovered, ...] = ()
+    hidden: tuple[int, ...] = ()
+    undone: MoveAction | None = None
+
+
 _FINAL: Final = frozenset(
-    {RacerStatus.FINISHED, RacerStatus.RESIGNED, RacerStatus.LEFT, RacerStatus.TIMEOUT}
+    {PlayerStatus.FINISHED, PlayerStatus.RESIGNED, PlayerStatus.LEFT, PlayerStatus.TIMED_OUT}
 )
 
 
-def rank_key(racer: Racer) -> tuple[int, int, int, int]:
-    """Finishers by time (then fewer moves); then others by cleared, time, fewer moves.
+def rank_key(racer: Racer) -> tuple[int, float, int]:
+    """Finishers by time, then everyone else by cleared cards, time, fewer moves.
 
-    For a player who did not finish, "time" is the race time at which they
-    reached their final cleared count: of two players who both cleared 20,
-    the one who got there first ranks higher.
+    Uses :func:`protocol.game.standing_key`.  For a player who did not
+    finish, "time" is the race time at which they reached their final cleared
+    count: of two players who both cleared 20, the one who got there first
+    ranks higher.
     """
-    if racer.finish_ms is not None:
-        return (0, racer.finish_ms, racer.game.moves, 0)
-    return (1, PEAK_CARDS - racer.game.cleared, racer.cleared_at_ms, racer.game.moves)
+    time = racer.finish_ms if racer.finish_ms is not None else racer.cleared_at_ms
+    return standing_key(racer.game.cleared, time, racer.game.moves)

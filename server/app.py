@@ -1,0 +1,238 @@
+"""The aiohttp application: routes, the WebSocket handler and the app's life cycle.
+
+``create_app(settings)`` builds the app; its cleanup context opens the race
+store and the deal process pool, and its shutdown hook (run on SIGTERM by
+``tripeaks-server``) ends running races, tells every client why, closes the
+sockets with 1001 and waits for the race writes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib
+import importlib.util
+import multiprocessing
+import re
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+from aiohttp import WSMsgType, web
+
+from protocol import codec
+from protocol.errors import CloseCode, ErrorCode, ProtocolError
+from server import logs
+from server.clientaddr import client_address
+from server.config import Settings
+from server.connection import Connection
+from server.hub import Hub
+from server.ratelimit import AddressLimiter
+from server.storage import RaceStore
+
+SETTINGS: Final = web.AppKey("settings", Settings)
+HUB: Final = web.AppKey("hub", Hub)
+STORE: Final = web.AppKey("store", RaceStore)
+_EXTERNAL_STORE: Final = web.AppKey("external_store", bool)
+_EXECUTOR: Final = web.AppKey("executor", concurrent.futures.Executor)
+_CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
+
+_RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
+MAX_LIST_LIMIT: Final = 100
+
+
+def make_executor(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """The deal pool.  ``forkserver`` children never inherit the event loop or sockets."""
+    context = multiprocessing.get_context("forkserver")
+    return concurrent.futures.ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    store: RaceStore | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> web.Application:
+    """The server app.  ``store`` and ``executor`` are opened here when not given."""
+    app = web.Application(client_max_size=64 * 1024)
+    app[SETTINGS] = settings
+    app[_EXTERNAL_STORE] = store is not None
+    app[_CONNECT_LIMITER] = AddressLimiter(settings.connect_rate, settings.connect_burst)
+    if store is not None:
+        app[STORE] = store
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        if STORE not in app:
+            app[STORE] = await RaceStore.connect(settings.db or None)
+        own_executor = executor is None
+        app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
+        app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR])
+        logs.event("storage_ready", db=app[STORE].url)
+        try:
+            yield
+        finally:
+            if not app[_EXTERNAL_STORE]:
+                await app[STORE].close()
+            if own_executor:
+                app[_EXECUTOR].shutdown(wait=False, cancel_futures=True)
+
+    app.cleanup_ctx.append(lifecycle)
+    app.on_shutdown.append(_on_shutdown)
+    app.router.add_get("/ws", handle_ws)
+    app.router.add_get("/healthz", handle_health)
+    app.router.add_get("/metrics", handle_metrics)
+    app.router.add_get("/api/rooms", handle_rooms)
+    app.router.add_get("/api/races", handle_race_list)
+    app.router.add_get("/api/races/{race_id}", handle_race)
+    _add_web_routes(app)
+    return app
+
+
+def _add_web_routes(app: web.Application) -> None:
+    # The spectator pages live in server/web.py (another engineer's module).
+    if importlib.util.find_spec("server.web") is None:
+        return
+    module: Any = importlib.import_module("server.web")
+    module.add_web_routes(app)
+
+
+async def _on_shutdown(app: web.Application) -> None:
+    if HUB in app:
+        await app[HUB].shutdown()
+
+
+# ---- HTTP ------------------------------------------------------------------------
+def _json_error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def handle_health(request: web.Request) -> web.Response:
+    """``GET /healthz``: ok while the server accepts connections."""
+    hub = request.app[HUB]
+    status = "closing" if hub.closing else "ok"
+    body = {"status": status, "rooms": len(hub.rooms), "connections": len(hub.connections)}
+    return web.json_response(body, status=503 if hub.closing else 200)
+
+
+async def handle_metrics(request: web.Request) -> web.Response:
+    """``GET /metrics`` in the Prometheus text format."""
+    body = request.app[HUB].metrics.render()
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
+
+
+async def handle_rooms(request: web.Request) -> web.Response:
+    """``GET /api/rooms``: the public rooms."""
+    rooms = [codec.node_for(type(r)).encode(r) for r in request.app[HUB].public_rooms()]
+    return web.json_response({"rooms": rooms})
+
+
+async def handle_race(request: web.Request) -> web.Response:
+    """``GET /api/races/{id}``: one stored race with every move log."""
+    race_id = request.match_info["race_id"]
+    if not _RACE_ID.match(race_id):
+        return _json_error(400, "a race id is 1 to 64 letters, digits, '-' or '_'")
+    record = await request.app[STORE].get_race(race_id)
+    if record is None:
+        return _json_error(404, f"no stored race has the id {race_id!r}")
+    return web.json_response(record.to_json())
+
+
+async def handle_race_list(request: web.Request) -> web.Response:
+    """``GET /api/races?player=NAME&limit=N``: recent races, newest first, without logs."""
+    player = request.query.get("player") or None
+    raw_limit = request.query.get("limit", "20")
+    try:
+        limit = int(raw_limit)
+    except ValueError:
+        return _json_error(400, f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    if not 1 <= limit <= MAX_LIST_LIMIT:
+        return _json_error(400, f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    if player is not None and len(player) > 64:
+        return _json_error(400, "player names are at most 64 characters")
+    records = await request.app[STORE].list_races(player, limit, with_logs=False)
+    return web.json_response({"races": [record.summary_json() for record in records]})
+
+
+# ---- WebSocket -------------------------------------------------------------------
+async def handle_ws(request: web.Request) -> web.StreamResponse:
+    """``GET /ws``: one client connection, until it closes."""
+    app = request.app
+    hub, settings = app[HUB], app[SETTINGS]
+    if hub.closing:
+        return _json_error(503, "the server is shutting down")
+    address = client_address(
+        request.remote, request.headers.get("X-Forwarded-For"), settings.proxy_networks()
+    )
+    if not app[_CONNECT_LIMITER].allow(address, hub.now_ms()):
+        logs.event("connect_rate_limited", address=address)
+        return _json_error(429, "too many connections from your address; slow down")
+    offered = request.headers.get("Sec-WebSocket-Protocol", "").split(",")
+    chosen = codec.choose_subprotocol(offered)
+    ws = web.WebSocketResponse(
+        protocols=(chosen,) if chosen else (),
+        compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
+        max_msg_size=settings.max_frame_bytes,
+        heartbeat=settings.heartbeat_s or None,
+    )
+    await ws.prepare(request)
+    conn = hub.new_connection(ws, codec.encoding_for(chosen), address)
+    logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
+    try:
+        if chosen is None:
+            await conn.close(CloseCode.NO_SUBPROTOCOL)
+        else:
+            await _read_loop(hub, conn, settings)
+    except Exception:
+        logs.failure("connection_failed", conn=conn.conn_id)
+    finally:
+        hub.connection_lost(conn)
+        logs.event("disconnected", conn=conn.conn_id, close_code=ws.close_code)
+    return ws
+
+
+async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
+    ws = conn.ws
+    while not ws.closed and not conn.closed:
+        timeout = settings.hello_timeout_s if conn.session is None else settings.idle_timeout_s
+        try:
+            msg = await ws.receive(timeout=timeout or None)
+        except TimeoutError:
+            code = CloseCode.HELLO_TIMEOUT if conn.session is None else CloseCode.IDLE_TIMEOUT
+            await conn.close(code)
+            return
+        if msg.type in (WSMsgType.BINARY, WSMsgType.TEXT):
+            await _on_frame(hub, conn, msg.data, settings)
+        elif msg.type == WSMsgType.ERROR:
+            logs.event("socket_error", conn=conn.conn_id, error=str(ws.exception()))
+            return
+        else:  # CLOSE, CLOSING, CLOSED
+            return
+
+
+async def _on_frame(hub: Hub, conn: Connection, frame: bytes | str, settings: Settings) -> None:
+    if not conn.bucket.spend(hub.now_ms()):
+        hub.error(conn, ErrorCode.RATE_LIMITED)
+        if conn.bucket.is_abusive(settings.abuse_strikes):
+            logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
+            await conn.close(CloseCode.POLICY_VIOLATION)
+        return
+    try:
+        message = codec.decode(frame, conn.encoding)
+    except ProtocolError as exc:
+        await _bad_frame(hub, conn, exc, settings)
+        return
+    try:
+        hub.handle(conn, message)
+    except Exception:
+        # Nothing a client sends may take the server down: report and carry on.
+        logs.failure("handler_failed", conn=conn.conn_id, message=message.TAG)
+        hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=message.TAG)
+
+
+async def _bad_frame(hub: Hub, conn: Connection, exc: ProtocolError, settings: Settings) -> None:
+    conn.bad_frames += 1
+    hub.error(conn, exc.code, exc.message, ref=exc.tag, seq=exc.seq)
+    if exc.code is ErrorCode.UNSUPPORTED_VERSION:
+        await conn.close(CloseCode.UNSUPPORTED_VERSION)
+    elif conn.bad_frames >= settings.bad_frame_limit:
+        logs.event("too_many_bad_frames", conn=conn.conn_id, address=conn.address)
+        await conn.close(CloseCode.TOO_MANY_ERRORS)
+

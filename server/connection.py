@@ -1,0 +1,93 @@
+"""One WebSocket connection: its encoding, its budget, and an ordered outbox.
+
+Frames are queued and written by a short-lived task per burst, so a
+broadcast never waits on one slow reader and frames keep their order.  A
+reader that falls :data:`MAX_OUTBOX` frames behind is disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from aiohttp import web
+
+from protocol.codec import Encoding, encode
+from protocol.errors import CLOSE_TEXT, CloseCode
+from protocol.messages import Closing
+from server.ratelimit import CreditBucket
+
+if TYPE_CHECKING:
+    from server.hub import Session
+
+#: Frames a connection may have waiting before it counts as dead.
+MAX_OUTBOX: Final = 2000
+
+Frame = bytes | str
+
+
+@dataclass(eq=False, slots=True)
+class Connection:
+    """A connected WebSocket and what the server knows about it."""
+
+    ws: web.WebSocketResponse
+    encoding: Encoding
+    address: str
+    bucket: CreditBucket
+    conn_id: int
+    session: Session | None = None
+    bad_frames: int = 0
+    rooms_created: int = 0
+    closed: bool = False
+    outbox: deque[Frame] = field(default_factory=deque)
+    writer: asyncio.Task[None] | None = None
+
+    def send(self, frame: Frame) -> None:
+        """Queue ``frame`` (encoded for this connection's encoding)."""
+        if self.closed:
+            return
+        if len(self.outbox) >= MAX_OUTBOX:
+            self.closed = True
+            self.outbox.clear()
+            asyncio.get_running_loop().create_task(
+                self.ws.close(code=CloseCode.TRY_AGAIN_LATER, message=b"too far behind")
+            )
+            return
+        self.outbox.append(frame)
+        if self.writer is None:
+            self.writer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self.outbox and not self.closed:
+                frame = self.outbox.popleft()
+                if isinstance(frame, bytes):
+                    await self.ws.send_bytes(frame)
+                else:
+                    await self.ws.send_str(frame)
+        except (ConnectionError, RuntimeError, asyncio.CancelledError):
+            # The peer went away mid-write; the read loop notices and cleans up.
+            self.closed = True
+            self.outbox.clear()
+        finally:
+            self.writer = None
+
+    async def flush(self) -> None:
+        """Wait until every queued frame has been handed to the socket."""
+        while self.writer is not None:
+            await asyncio.shield(self.writer)
+
+    async def close(self, code: CloseCode, reason: str = "") -> None:
+        """Send a ``closing`` message, flush, and close with ``code``."""
+        if self.ws.closed:
+            self.closed = True
+            return
+        text = (reason or CLOSE_TEXT[code])[:120]
+        self.send(encode(Closing(int(code), text), self.encoding))
+        with contextlib.suppress(TimeoutError, ConnectionError, RuntimeError):
+            await asyncio.wait_for(self.flush(), timeout=2.0)
+        self.closed = True
+        await self.ws.close(code=int(code), message=text.encode()[:120])

@@ -1,0 +1,80 @@
+"""Prometheus metrics of one server, in their own registry.
+
+Each app gets its own :class:`CollectorRegistry`, so several servers in one
+process (the test suite) never share or clash on counters.  Gauges that
+describe current state (connections, rooms by state) are read at scrape time
+from a callback instead of being kept up to date on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_DEAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_MOVE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
+
+
+class _StateCollector(Collector):
+    """Connections and rooms by state, read when Prometheus scrapes."""
+
+    def __init__(
+        self, connections: Callable[[], int], rooms: Callable[[], Mapping[str, int]]
+    ) -> None:
+        self._connections = connections
+        self._rooms = rooms
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        conns = GaugeMetricFamily("tripeaks_connections", "Open WebSocket connections")
+        conns.add_metric([], self._connections())
+        yield conns
+        rooms = GaugeMetricFamily("tripeaks_rooms", "Open rooms by state", labels=["state"])
+        for state, count in sorted(self._rooms().items()):
+            rooms.add_metric([state], count)
+        yield rooms
+
+
+class Metrics:
+    """Every counter and histogram the server exports."""
+
+    def __init__(
+        self, connections: Callable[[], int], rooms: Callable[[], Mapping[str, int]]
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        reg.register(_StateCollector(connections, rooms))
+        self.connections_opened = Counter(
+            "tripeaks_connections_opened", "WebSocket connections accepted", registry=reg
+        )
+        self.races_started = Counter("tripeaks_races_started", "Races started", registry=reg)
+        self.races_finished = Counter("tripeaks_races_finished", "Races finished", registry=reg)
+        self.moves = Counter("tripeaks_moves", "Moves accepted", registry=reg)
+        self.rejected_moves = Counter(
+            "tripeaks_rejected_moves", "Moves refused, by reason", ["reason"], registry=reg
+        )
+        self.protocol_errors = Counter(
+            "tripeaks_protocol_errors", "Error replies sent, by code", ["code"], registry=reg
+        )
+        self.frames_sent = Counter("tripeaks_frames_sent", "WebSocket frames sent", registry=reg)
+        self.deal_seconds = Histogram(
+            "tripeaks_deal_seconds", "Time to deal a race", buckets=_DEAL_BUCKETS, registry=reg
+        )
+        self.move_seconds = Histogram(
+            "tripeaks_move_seconds",
+            "Time to handle one move on the server",
+            buckets=_MOVE_BUCKETS,
+            registry=reg,
+        )
+        self.stored_races = Counter("tripeaks_races_stored", "Races written", registry=reg)
+        self.storage_errors = Counter(
+            "tripeaks_storage_errors", "Failed race writes", registry=reg
+        )
+
+    def render(self) -> bytes:
+        """The metrics in the Prometheus text format."""
+        return bytes(generate_latest(self.registry))

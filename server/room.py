@@ -1,0 +1,740 @@
+"""A room as a pure reducer: members, host, options and the race life cycle.
+
+Every input is a method call carrying ``now_ms`` (the server's clock, in unix
+milliseconds); every method returns the outputs the shell must carry out
+(:data:`Output`): frames to send, timers to set, a deal to compute, a race to
+store.  Nothing here touches a socket, a clock or a random generator: fresh
+seeds and race ids come in as arguments.  Which message is allowed in which
+phase is decided before any of this runs, by :mod:`protocol.lifecycle`; the
+methods here check only what the table cannot (host rights, ready flags,
+room limits) and raise :class:`~protocol.errors.ProtocolError` for those.
+
+Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
+``racing`` -> ``finished`` -> (every member asks for a rematch) ->
+``countdown`` ...  A room with no members closes after a grace period.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, fields
+from typing import Final
+
+from protocol.commitment import commitment
+from protocol.dealer import DealtGame, Difficulty
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.game import Rules
+from protocol.messages import (
+    BoardView,
+    Countdown,
+    DealCodes,
+    Error,
+    Finish,
+    LeftReason,
+    Member,
+    MoveRequest,
+    Phase,
+    PlayerProgress,
+    PlayerStatus,
+    Progress,
+    RaceEnd,
+    RaceOver,
+    RaceStart,
+    Resync,
+    Role,
+    RoomOptions,
+    RoomState,
+    RoomSummary,
+    ServerMessage,
+    SpectatorBoard,
+    Standing,
+    UndoPolicy,
+)
+from protocol.messages import Left as LeftMessage
+from server.race import Race, Racer, SeqOutOfOrder
+from server.records import RaceRecord
+
+PROGRESS_TIMER: Final = "progress"
+COUNTDOWN_TIMER: Final = "countdown"
+TIME_LIMIT_TIMER: Final = "time_limit"
+EMPTY_TIMER: Final = "empty"
+GRACE_PREFIX: Final = "grace:"
+
+
+# ---- outputs ---------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``message`` to one connected player or spectator."""
+
+    player_id: str
+    message: ServerMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToPlayers:
+    """Send ``message`` to every connected member (encoded once)."""
+
+    message: ServerMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToSpectators:
+    """Send ``message`` to every spectator: after the delay unless ``live``.
+
+    ``key`` names what the frame describes, for late joiners' snapshot.
+    """
+
+    message: ServerMessage
+    key: str | None = None
+    new_race: bool = False
+    live: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetTimer:
+    """Call :meth:`Room.on_timer` with ``name`` at ``at_ms`` (replacing any earlier one)."""
+
+    name: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DealRequest:
+    """Deal ``seed`` off the event loop, then call :meth:`Room.deal_ready` with ``ticket``."""
+
+    ticket: int
+    seed: str
+    rules: Rules
+    difficulty: Difficulty
+
+
+@dataclass(frozen=True, slots=True)
+class SaveRace:
+    record: RaceRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Detach:
+    """This player or spectator is no longer in the room."""
+
+    player_id: str
+    reason: LeftReason
+
+
+@dataclass(frozen=True, slots=True)
+class RaceBegan:
+    """A race started (for metrics and logs)."""
+
+    race_id: str
+    players: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaceEnded:
+    """A race ended (for metrics and logs)."""
+
+    race_id: str
+    ended_by: RaceEnd
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRoom:
+    """The room is gone: forget it."""
+
+
+Output = (
+    Send
+    | ToPlayers
+    | ToSpectators
+    | SetTimer
+    | CancelTimer
+    | DealRequest
+    | SaveRace
+    | Detach
+    | RaceBegan
+    | RaceEnded
+    | CloseRoom
+)
+
+
+# ---- state -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a connection speaks for."""
+
+    player_id: str
+    name: str
+    bot: bool = False
+
+
+@dataclass(slots=True)
+class Seat:
+    identity: Identity
+    ready: bool = False
+    connected: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RoomTimings:
+    """Server-side timings (settings), in ms."""
+
+    reconnect_grace_ms: int = 60_000
+    empty_grace_ms: int = 30_000
+    progress_interval_ms: int = 100
+    max_race_ms: int = 3_600_000
+
+
+@dataclass(frozen=True, slots=True)
+class Fresh:
+    """Unpredictable values for a new race, drawn by the shell from a CSPRNG."""
+
+    seed: str
+    race_id: str
+
+
+@dataclass(slots=True)
+class _Pending:
+    """The race being dealt or counted down."""
+
+    ticket: int
+    race_id: str
+    seed: str
+    dealt: DealtGame | None = None
+    start_at_ms: int | None = None
+
+
+class Room:
+    """One room.  Create it with its host; see the module docstring."""
+
+    def __init__(
+        self, code: str, options: RoomOptions, host: Identity, now_ms: int, timings: RoomTimings
+    ) -> None:
+        self.code = code
+        self.options = options
+        self.timings = timings
+        self.phase = Phase.LOBBY
+        self.version = 0
+        self.seats: dict[str, Seat] = {host.player_id: Seat(host)}
+        self.spectators: set[str] = set()
+        self.host_id: str | None = host.player_id
+        self.created_ms = now_ms
+        self.race: Race | None = None
+        self.race_id: str | None = None
+        self.dealt: DealtGame | None = None
+        self.commitment: str | None = None
+        self.closed = False
+        self._ticket = 0
+        self._pending: _Pending | None = None
+        self._dirty: set[str] = set()
+        self._progress_due: int | None = None
+        self._last_progress_ms = 0
+
+    # ---- queries -----------------------------------------------------------
+    def role_of(self, player_id: str) -> Role | None:
+        """The role ``player_id`` has here, or ``None`` if not in the room."""
+        if player_id in self.seats:
+            return Role.PLAYER
+        return Role.SPECTATOR if player_id in self.spectators else None
+
+    def is_host(self, player_id: str) -> bool:
+        return player_id == self.host_id
+
+    def connected_players(self) -> list[str]:
+        return [pid for pid, seat in self.seats.items() if seat.connected]
+
+    def state(self, role: Role) -> RoomState:
+        """The room as ``role`` sees it."""
+        return RoomState(
+            version=self.version,
+            code=self.code,
+            phase=self.phase,
+            host_id=self.host_id,
+            options=self.options,
+            members=tuple(
+                Member(s.identity.player_id, s.identity.name, s.identity.bot, s.ready, s.connected)
+                for s in self.seats.values()
+            ),
+            spectators=len(self.spectators),
+            your_role=role,
+            race_id=self.race_id,
+        )
+
+    def summary(self) -> RoomSummary:
+        """The room's line in the public room list."""
+        return RoomSummary(
+            self.code, self.phase, len(self.seats), len(self.spectators), self.options
+        )
+
+    def resync(self, player_id: str, now_ms: int) -> Resync:
+        """Everything a (re)connected player needs to carry on."""
+        racer = self.race.racers.get(player_id) if self.race is not None else None
+        race = self.race
+        return Resync(
+            room_version=self.version,
+            phase=self.phase,
+            race_id=self.race_id,
+            commitment=self.commitment,
+            started_at_ms=race.start_ms if race is not None else None,
+            server_time_ms=now_ms,
+            elapsed_ms=race.elapsed(race.end_ms or now_ms) if race is not None else 0,
+            last_seq=racer.last_seq if racer is not None else 0,
+            penalty_ms=racer.penalty_ms if racer is not None else 0,
+            view=BoardView.from_view(racer.view()) if racer is not None else None,
+        )
+
+    # ---- membership --------------------------------------------------------
+    def join(self, who: Identity, role: Role, now_ms: int) -> list[Output]:
+        """A player takes a seat, or a spectator starts watching."""
+        pid = who.player_id
+        if pid in self.seats or pid in self.spectators:
+            raise ProtocolError(ErrorCode.ALREADY_IN_ROOM)
+        if role is Role.SPECTATOR:
+            return self._add_spectator(who, now_ms)
+        if self.phase in (Phase.COUNTDOWN, Phase.RACING):
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "the race has already started")
+        if len(self.seats) >= self.options.max_players:
+            raise ProtocolError(ErrorCode.ROOM_FULL)
+        self.seats[pid] = Seat(who)
+        if self.host_id is None:
+            self.host_id = pid
+        return [CancelTimer(EMPTY_TIMER), *self._state_changed()]
+
+    def _add_spectator(self, who: Identity, now_ms: int) -> list[Output]:
+        if not self.options.allow_spectators:
+            raise ProtocolError(ErrorCode.SPECTATORS_NOT_ALLOWED)
+        racer = self.race.racers.get(who.player_id) if self.race is not None else None
+        if racer is not None and not self.race_over and not racer.is_done:
+            raise ProtocolError(ErrorCode.ALREADY_RACING)
+        self.spectators.add(who.player_id)
+        outputs = self._state_changed()
+        outputs.append(Send(who.player_id, self.state(Role.SPECTATOR)))
+        return outputs
+
+    @property
+    def race_over(self) -> bool:
+        return self.race is None or self.race.over
+
+    def leave(
+        self, player_id: str, now_ms: int, reason: LeftReason = LeftReason.LEFT
+    ) -> list[Output]:
+        """A member or spectator leaves (or is kicked, or their grace ran out)."""
+        outputs: list[Output] = [
+            Send(player_id, LeftMessage(self.code, reason)),
+            Detach(player_id, reason),
+            CancelTimer(GRACE_PREFIX + player_id),
+        ]
+        if player_id in self.spectators:
+            self.spectators.discard(player_id)
+            return outputs + self._state_changed() + self._maybe_empty(now_ms)
+        if player_id not in self.seats:
+            return []
+        del self.seats[player_id]
+        if self.host_id == player_id:
+            self.host_id = next(iter(self.seats), None)
+        if self.race is not None and not self.race.over and self.race.leave(player_id, now_ms):
+            outputs += self._racer_changed(player_id, now_ms)
+        if self.phase is Phase.COUNTDOWN and not self.seats:
+            self._pending = None
+            self.phase = Phase.LOBBY
+        outputs += self._state_changed()
+        return outputs + self._maybe_empty(now_ms)
+
+    def kick(self, host_id: str, target: str, now_ms: int) -> list[Output]:
+        """The host removes a member."""
+        self._require_host(host_id)
+        if target == host_id:
+            raise ProtocolError(ErrorCode.CANNOT_KICK_SELF)
+        if target not in self.seats:
+            raise ProtocolError(ErrorCode.NO_SUCH_MEMBER)
+        return self.leave(target, now_ms, LeftReason.KICKED)
+
+    def disconnect(self, player_id: str, now_ms: int) -> list[Output]:
+        """A connection dropped: a member keeps the seat for the grace period."""
+        if player_id in self.spectators:
+            return self.leave(player_id, now_ms)
+        seat = self.seats.get(player_id)
+        if seat is None:
+            return []
+        seat.connected = False
+        outputs: list[Output] = [
+            SetTimer(GRACE_PREFIX + player_id, now_ms + self.timings.reconnect_grace_ms)
+        ]
+        if self.race is not None and player_id in self.race.racers:
+            outputs += self._mark_dirty(player_id, now_ms)
+        return outputs + self._state_changed()
+
+    def reconnect(self, player_id: str, now_ms: int) -> list[Output]:
+        """A member came back with their token: restore the seat and resync them."""
+        seat = self.seats.get(player_id)
+        if seat is None:
+            return []
+        seat.connected = True
+        outputs: list[Output] = [CancelTimer(GRACE_PREFIX + player_id)]
+        outputs += self._state_changed()
+        outputs.append(Send(player_id, self.resync(player_id, now_ms)))
+        if self.race is not None and player_id in self.race.racers:
+            outputs += self._mark_dirty(player_id, now_ms)
+        return outputs
+
+    def set_ready(self, player_id: str, ready: bool) -> list[Output]:
+        seat = self.seats[player_id]
+        if seat.ready == ready:
+            return []
+        seat.ready = ready
+        return self._state_changed()
+
+    def update_options(self, host_id: str, options: RoomOptions) -> list[Output]:
+        """The host changes the options in the lobby; everyone must ready up again."""
+        self._require_host(host_id)
+        if options.max_players < len(self.seats):
+            raise ProtocolError(
+                ErrorCode.INVALID_COMBINATION,
+                f"max_players {options.max_players} is below the {len(self.seats)} members",
+                path="options.max_players",
+            )
+        self.options = options
+        for seat in self.seats.values():
+            seat.ready = False
+        return self._state_changed()
+
+    # ---- the race life cycle -----------------------------------------------
+    def start(self, host_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
+        """The host starts: deal (off the loop), then count down."""
+        self._require_host(host_id)
+        waiting = [
+            s.identity.name for pid, s in self.seats.items() if pid != host_id and not s.ready
+        ]
+        if waiting:
+            raise ProtocolError(ErrorCode.PLAYERS_NOT_READY, "not ready: " + ", ".join(waiting))
+        return self._begin(fresh)
+
+    def rematch(self, player_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
+        """A member asks for a rematch; when every member has, the next race begins."""
+        self.seats[player_id].ready = True
+        if all(seat.ready for seat in self.seats.values()):
+            return self._begin(fresh)
+        return self._state_changed()
+
+    def _begin(self, fresh: Fresh) -> list[Output]:
+        self._ticket += 1
+        seed = self.options.practice_seed or fresh.seed
+        self._pending = _Pending(self._ticket, fresh.race_id, seed)
+        self.phase = Phase.COUNTDOWN
+        request = DealRequest(
+            self._ticket, seed, self.options.rules, Difficulty(self.options.difficulty)
+        )
+        return [request, *self._state_changed()]
+
+    def deal_ready(self, ticket: int, dealt: DealtGame, now_ms: int) -> list[Output]:
+        """The deal is ready: announce the countdown (or start at once)."""
+        pending = self._pending
+        if pending is None or pending.ticket != ticket or self.phase is not Phase.COUNTDOWN:
+            return []
+        pending.dealt = dealt
+        seconds = self.options.countdown_s
+        pending.start_at_ms = now_ms + seconds * 1000
+        if seconds == 0:
+            return self._start_race(now_ms)
+        message = Countdown(seconds, pending.start_at_ms, now_ms)
+        return [
+            ToPlayers(message),
+            ToSpectators(message, key="countdown", new_race=True),
+            SetTimer(COUNTDOWN_TIMER, pending.start_at_ms),
+        ]
+
+    def deal_failed(self, ticket: int, reason: str) -> list[Output]:
+        """Dealing failed (a practice seed that cannot be dealt): back to the lobby."""
+        pending = self._pending
+        if pending is None or pending.ticket != ticket:
+            return []
+        self._pending = None
+        self.phase = Phase.LOBBY
+        outputs = self._state_changed()
+        if self.host_id is not None:
+            outputs.append(Send(self.host_id, Error(int(ErrorCode.BAD_SEED), reason[:200])))
+        return outputs
+
+    def _start_race(self, now_ms: int) -> list[Output]:
+        pending = self._pending
+        if pending is None or pending.dealt is None:
+            return []
+        self._pending = None
+        dealt = pending.dealt
+        options = self.options
+        limit_ms = options.time_limit_s * 1000 or self.timings.max_race_ms
+        race = Race(
+            dealt.deal,
+            [(pid, s.identity.name, s.identity.bot) for pid, s in self.seats.items()],
+            start_ms=now_ms,
+            allow_undo=options.undo is not UndoPolicy.OFF,
+            undo_penalty_ms=options.undo_penalty_s * 1000
+            if options.undo is UndoPolicy.PENALTY
+            else 0,
+            time_limit_ms=limit_ms,
+        )
+        self.race, self.dealt, self.race_id = race, dealt, pending.race_id
+        self.commitment = commitment(dealt.seed, dealt.rules)
+        self.phase = Phase.RACING
+        self._dirty.clear()
+        view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
+        outputs: list[Output] = [
+            *self._state_changed(),
+            RaceBegan(pending.race_id, len(race.racers)),
+        ]
+        if view is not None:
+            start = RaceStart(
+                race_id=pending.race_id,
+                practice=options.practice,
+                wrap=dealt.rules.wrap,
+                empty_waste=dealt.rules.empty_waste,
+                commitment=self.commitment,
+                view=view,
+                started_at_ms=now_ms,
+                server_time_ms=now_ms,
+            )
+            outputs += [ToPlayers(start), ToSpectators(start, key="race")]
+        outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+        if race.all_done():
+            outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)
+        return outputs
+
+    def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
+        """A player's move: checked by the engine, answered to that player only."""
+        race = self.race
+        if race is None or player_id not in race.racers:
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing in this race")
+        racer = race.racers[player_id]
+        before = racer.status
+        try:
+            result, fresh = race.move(
+                player_id, request.seq, request.action, request.position, now_ms
+            )
+        except SeqOutOfOrder as exc:
+            raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=request.seq) from None
+        outputs: list[Output] = [Send(player_id, result)]
+        if fresh and result.accepted:
+            outputs += self._mark_dirty(player_id, now_ms)
+            if racer.status is not before:
+                outputs += self._racer_changed(player_id, now_ms)
+        return outputs
+
+    def resign(self, player_id: str, now_ms: int) -> list[Output]:
+        race = self.race
+        if race is None or not race.resign(player_id, now_ms):
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing")
+        return self._mark_dirty(player_id, now_ms) + self._racer_changed(player_id, now_ms)
+
+    def on_timer(self, name: str, now_ms: int) -> list[Output]:
+        """A timer set by :class:`SetTimer` fired."""
+        if name == PROGRESS_TIMER:
+            return self._flush_progress(now_ms)
+        if name == COUNTDOWN_TIMER and self.phase is Phase.COUNTDOWN:
+            return self._start_race(now_ms)
+        if name == TIME_LIMIT_TIMER and self.race is not None and not self.race.over:
+            self.race.time_up(now_ms)
+            return self._end_race(now_ms, RaceEnd.TIME_LIMIT)
+        if name == EMPTY_TIMER and not self.seats:
+            return self.close(now_ms)
+        if name.startswith(GRACE_PREFIX):
+            pid = name.removeprefix(GRACE_PREFIX)
+            seat = self.seats.get(pid)
+            if seat is not None and not seat.connected:
+                return self.leave(pid, now_ms)
+        return []
+
+    def abort(self, now_ms: int) -> list[Output]:
+        """The server is shutting down: end a running race and store it as it stands."""
+        if self.race is not None and not self.race.over:
+            return self._end_race(now_ms, RaceEnd.ABORTED)
+        return []
+
+    def close(self, now_ms: int) -> list[Output]:
+        """Close the room: everyone still in it is told and detached."""
+        outputs = self.abort(now_ms)
+        for pid in [*self.spectators, *self.seats]:
+            outputs += [
+                Send(pid, LeftMessage(self.code, LeftReason.ROOM_CLOSED)),
+                Detach(pid, LeftReason.ROOM_CLOSED),
+            ]
+        self.spectators.clear()
+        self.seats.clear()
+        self.closed = True
+        return [*outputs, CloseRoom()]
+
+    # ---- internals -----------------------------------------------------------
+    def _require_host(self, player_id: str) -> None:
+        if player_id != self.host_id:
+            raise ProtocolError(ErrorCode.NOT_HOST)
+
+    def _state_changed(self) -> list[Output]:
+        self.version += 1
+        return [
+            ToPlayers(self.state(Role.PLAYER)),
+            ToSpectators(self.state(Role.SPECTATOR), live=True),
+        ]
+
+    def _maybe_empty(self, now_ms: int) -> list[Output]:
+        if self.seats:
+            return []
+        return [SetTimer(EMPTY_TIMER, now_ms + self.timings.empty_grace_ms)]
+
+    def _mark_dirty(self, player_id: str, now_ms: int) -> list[Output]:
+        self._dirty.add(player_id)
+        if self._progress_due is not None:
+            return []
+        due = max(now_ms, self._last_progress_ms + self.timings.progress_interval_ms)
+        self._progress_due = due
+        return [SetTimer(PROGRESS_TIMER, due)]
+
+    def _flush_progress(self, now_ms: int) -> list[Output]:
+        self._progress_due = None
+        race = self.race
+        if race is None or not self._dirty:
+            return []
+        self._last_progress_ms = now_ms
+        elapsed = race.elapsed(race.end_ms or now_ms)
+        progress = Progress(
+            elapsed, tuple(self._progress_line(r, now_ms) for r in race.racers.values())
+        )
+        outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
+        for pid in sorted(self._dirty):
+            racer = race.racers.get(pid)
+            if racer is not None:
+                board = SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed)
+                outputs.append(ToSpectators(board, key="board:" + pid))
+        self._dirty.clear()
+        return outputs
+
+    def _progress_line(self, racer: Racer, now_ms: int) -> PlayerProgress:
+        race = self.race
+        assert race is not None
+        game = racer.game
+        seat = self.seats.get(racer.player_id)
+        if racer.done_ms is not None:
+            elapsed = racer.finish_ms if racer.finish_ms is not None else racer.done_ms
+        else:
+            elapsed = race.elapsed(race.end_ms or now_ms)
+        return PlayerProgress(
+            player_id=racer.player_id,
+            cleared=game.cleared,
+            stock_left=game.stock_left,
+            moves=game.moves,
+            undos=game.undos,
+            status=racer.status,
+            elapsed_ms=elapsed,
+            connected=seat is not None and seat.connected,
+        )
+
+    def _racer_changed(self, player_id: str, now_ms: int) -> list[Output]:
+        """A racer's status changed: announce a finish, and end the race when all are done."""
+        race = self.race
+        assert race is not None
+        racer = race.racers[player_id]
+        outputs: list[Output] = []
+        if racer.status is PlayerStatus.FINISHED and racer.finish_ms is not None:
+            finishers = sorted(
+                (r for r in race.racers.values() if r.finish_ms is not None),
+                key=lambda r: (r.finish_ms, r.game.moves),
+            )
+            finish = Finish(
+                player_id=player_id,
+                name=racer.name,
+                rank=finishers.index(racer) + 1,
+                time_ms=racer.finish_ms,
+                moves=racer.game.moves,
+                undos=racer.game.undos,
+            )
+            outputs += [ToPlayers(finish), ToSpectators(finish, key="finish:" + player_id)]
+        if race.all_done():
+            outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)
+        return outputs
+
+    def _end_race(self, now_ms: int, ended_by: RaceEnd) -> list[Output]:
+        race, dealt, race_id = self.race, self.dealt, self.race_id
+        if race is None or dealt is None or race_id is None or race.over:
+            return []
+        race.end(now_ms)
+        self._dirty.update(race.racers)
+        outputs = self._flush_progress(now_ms)
+        outputs.append(CancelTimer(TIME_LIMIT_TIMER))
+        results = race.results()
+        standings = tuple(
+            Standing(
+                player_id=r.player_id,
+                name=r.name,
+                bot=r.is_bot,
+                rank=r.rank,
+                status=race.racers[r.player_id].status,
+                time_ms=_standing_time(race.racers[r.player_id]),
+                cleared=r.cleared,
+                moves=r.moves,
+                undos=r.undos,
+                penalty_ms=r.penalty_ms,
+            )
+            for r in results
+        )
+        over = RaceOver(
+            race_id=race_id,
+            ended_by=ended_by,
+            standings=standings,
+            seed=dealt.seed,
+            candidate=dealt.candidate,
+            wrap=dealt.rules.wrap,
+            empty_waste=dealt.rules.empty_waste,
+            difficulty=dealt.difficulty.value,
+            practice=self.options.practice,
+            commitment=self.commitment or commitment(dealt.seed, dealt.rules),
+            deal=DealCodes.from_deal(dealt.deal),
+            solution=dealt.solution,
+            par=dealt.par,
+        )
+        record = RaceRecord(
+            race_id=race_id,
+            room_code=self.code,
+            room_name=self.options.name,
+            options=options_json(self.options),
+            practice=self.options.practice,
+            seed=dealt.seed,
+            commitment=over.commitment,
+            wrap=dealt.rules.wrap,
+            empty_waste=dealt.rules.empty_waste,
+            candidate=dealt.candidate,
+            peaks=over.deal.peaks,
+            waste=over.deal.waste,
+            stock=over.deal.stock,
+            solution=tuple(dealt.solution),
+            par=dealt.par,
+            started_at_ms=race.start_ms,
+            ended_at_ms=now_ms,
+            players=results,
+        )
+        self.phase = Phase.FINISHED
+        for seat in self.seats.values():
+            seat.ready = False
+        outputs += [
+            ToPlayers(over),
+            ToSpectators(over, key="over"),
+            SaveRace(record),
+            RaceEnded(race_id, ended_by),
+            *self._state_changed(),
+        ]
+        return outputs
+
+
+def _standing_time(racer: Racer) -> int:
+    """Finish time for finishers; otherwise when the final cleared count was reached."""
+    return racer.finish_ms if racer.finish_ms is not None else racer.cleared_at_ms
+
+
+def options_json(options: RoomOptions) -> dict[str, object]:
+    """The room options as a plain JSON-able dict (enums as their values)."""
+    doc: dict[str, object] = {}
+    for spec in fields(options):
+        value = getattr(options, spec.name)
+        doc[spec.name] = value.value if isinstance(value, enum.Enum) else value
+    return doc

@@ -1,0 +1,210 @@
+"""Start a real TriPeaks server in-process on 127.0.0.1 with an ephemeral port.
+
+For every test suite that needs a server::
+
+    from tests.serverutil import running_server
+
+    async def test_something(tmp_path):
+        async with running_server(tmp_path) as server:
+            async with websockets.connect(server.ws_url, subprotocols=["tripeaks.v1.json"]) as ws:
+                ...
+
+``running_server(tmp_path, **settings)`` takes any :class:`server.config.Settings`
+field as a keyword (``reconnect_grace_s=0.5``, ``progress_hz=50``, ...).  The
+database defaults to a fresh SQLite file under ``tmp_path`` (pass ``db=URL``
+to choose; reuse the same URL to "restart" a server on the same data).  All
+servers in one test process share one small deal process pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import websockets
+from aiohttp import web
+from websockets.asyncio.client import ClientConnection
+from websockets.typing import Subprotocol
+
+from protocol import codec
+from protocol import messages as m
+from server.app import HUB, STORE, create_app, make_executor
+from server.config import Settings, from_env
+from server.hub import Hub
+from server.storage import RaceStore
+
+_POOL: concurrent.futures.ProcessPoolExecutor | None = None
+
+#: Settings that keep tests quick unless a test asks otherwise.
+TEST_DEFAULTS: dict[str, Any] = {
+    "host": "127.0.0.1",
+    "port": 0,
+    "empty_room_grace_s": 5.0,
+    "deals_ahead": 0,
+    "log_level": "WARNING",
+    "connect_burst": 1000.0,
+    "connect_rate": 1000.0,
+}
+
+
+def shared_deal_pool() -> concurrent.futures.ProcessPoolExecutor:
+    """One deal pool for every server this process starts (worker start-up is slow)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = make_executor(2)
+        atexit.register(_POOL.shutdown, wait=False, cancel_futures=True)
+    return _POOL
+
+
+@dataclass
+class RunningServer:
+    """A started server: where it listens and handles on its insides."""
+
+    url: str  # http://127.0.0.1:PORT
+    ws_url: str  # ws://127.0.0.1:PORT/ws
+    port: int
+    db_url: str
+    settings: Settings
+    app: web.Application
+    runner: web.AppRunner
+
+    @property
+    def hub(self) -> Hub:
+        return self.app[HUB]
+
+    @property
+    def store(self) -> RaceStore:
+        return self.app[STORE]
+
+    async def stop(self) -> None:
+        """Shut down as on SIGTERM: clients told, races stored, sockets closed."""
+        await self.runner.cleanup()
+
+
+async def start_server(tmp_path: Path | str | None = None, **overrides: Any) -> RunningServer:
+    """Start a server; the caller must ``await server.stop()``."""
+    base = Path(tmp_path) if tmp_path is not None else Path(tempfile.mkdtemp(prefix="tripeaks-"))
+    values = {**TEST_DEFAULTS, **overrides}
+    values.setdefault("db", f"sqlite:///{base / 'races.db'}")
+    settings = from_env({}, **values)
+    app = create_app(settings, executor=shared_deal_pool())
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()
+    port = runner.addresses[0][1]
+    return RunningServer(
+        url=f"http://127.0.0.1:{port}",
+        ws_url=f"ws://127.0.0.1:{port}/ws",
+        port=port,
+        db_url=settings.db,
+        settings=settings,
+        app=app,
+        runner=runner,
+    )
+
+
+@asynccontextmanager
+async def running_server(
+    tmp_path: Path | str | None = None, **overrides: Any
+) -> AsyncIterator[RunningServer]:
+    """A server for the duration of the ``async with`` block."""
+    server = await start_server(tmp_path, **overrides)
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+# ---- a small protocol client for tests ---------------------------------------
+M = TypeVar("M")
+
+
+class TestClient:
+    """A raw protocol client: sends messages, decodes and keeps every frame it receives."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, ws: ClientConnection, encoding: codec.Encoding) -> None:
+        self.ws = ws
+        self.encoding = encoding
+        self.frames: list[m.ServerMessage] = []
+        self.welcome: m.Welcome | None = None
+        self._unread: list[m.ServerMessage] = []
+
+    @property
+    def player_id(self) -> str:
+        assert self.welcome is not None
+        return self.welcome.player_id
+
+    async def send(self, message: m.ClientMessage) -> None:
+        await self.ws.send(codec.encode(message, self.encoding))
+
+    async def send_raw(self, frame: bytes | str) -> None:
+        await self.ws.send(frame)
+
+    async def recv(self, timeout: float = 10.0) -> m.ServerMessage:
+        """The next frame, decoded (strictly: a bad server frame fails the test)."""
+        if self._unread:
+            return self._unread.pop(0)
+        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        message = codec.decode_server(raw, self.encoding)
+        self.frames.append(message)
+        return message
+
+    async def expect(self, kind: type[M], timeout: float = 10.0) -> M:
+        """Skip frames until one of type ``kind`` arrives; skipped frames stay readable."""
+        skipped: list[m.ServerMessage] = []
+        deadline = asyncio.get_running_loop().time() + timeout
+        try:
+            while True:
+                left = deadline - asyncio.get_running_loop().time()
+                message = await self.recv(max(0.01, left))
+                if isinstance(message, kind):
+                    return message
+                skipped.append(message)
+        finally:
+            self._unread = skipped + self._unread
+
+    def drop_unread(self) -> None:
+        self._unread.clear()
+
+    async def request(self, message: m.ClientMessage, kind: type[M], timeout: float = 10.0) -> M:
+        """Send ``message`` and wait for the first reply of type ``kind``."""
+        await self.send(message)
+        return await self.expect(kind, timeout)
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+async def connect(
+    ws_url: str,
+    name: str = "player",
+    *,
+    encoding: str = "msgpack",
+    token: str | None = None,
+    bot: bool = False,
+    hello: bool = True,
+) -> TestClient:
+    """Open a connection, say hello and wait for ``welcome``."""
+    enc = codec.Encoding(encoding)
+    protocol = (
+        codec.SUBPROTOCOL_MSGPACK if enc is codec.Encoding.MSGPACK else codec.SUBPROTOCOL_JSON
+    )
+    ws = await websockets.connect(
+        ws_url, subprotocols=[Subprotocol(protocol)], compression=None, max_size=2**20
+    )
+    client = TestClient(ws, enc)
+    if hello:
+        client.welcome = await client.request(
+            m.Hello(name=name, version=m.PROTOCOL_VERSION, token=token, bot=bot), m.Welcome
+        )
+    return client
