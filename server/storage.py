@@ -237,7 +237,10 @@ class RaceStore:
         ``migrations`` replaces the packaged steps (tests use it to stage upgrades).
         """
         target = driver_url(url if url is not None else default_db_url())
-        display = target.render_as_string(hide_password=True)
+        # Logged and shown in errors: the user's form of the URL, password hidden.
+        display = target.set(drivername=target.get_backend_name()).render_as_string(
+            hide_password=True
+        )
         engine = _create_engine(target)
         store = cls(engine, display)
         try:
