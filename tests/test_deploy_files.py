@@ -8,6 +8,7 @@ reading their structure; deploy/README.md says what is left unrun.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
@@ -227,3 +228,57 @@ def test_nginx_proxies_websockets_with_a_read_timeout_above_the_heartbeat() -> N
     # One proxy_set_header inside a location would drop the server-level ones there.
     for location in re.findall(r"location [^{]*\{(.*?)\}", conf, re.S):
         assert "proxy_set_header" not in location
+
+
+def test_the_package_as_the_image_installs_it_carries_its_migrations(tmp_path: Path) -> None:
+    # The image builds from exactly what its COPY lines name; a non-editable
+    # install from that context must find server/migrations/*.sql at run time.
+    context = tmp_path / "context"
+    context.mkdir()
+    for word, rest in dockerfile_instructions():
+        if word == "COPY" and not rest.startswith("--from"):
+            *sources, _target = rest.split()
+            for source in sources:
+                origin = ROOT / source
+                if origin.is_dir():
+                    shutil.copytree(
+                        origin, context / source, ignore=shutil.ignore_patterns("__pycache__")
+                    )
+                else:
+                    shutil.copy2(origin, context / source)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "-w", str(tmp_path / "dist"), str(context)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    site = tmp_path / "site"
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    probe = (
+        "import asyncio, server.storage as s\n"
+        f"assert s.__file__.startswith({str(site)!r}), s.__file__\n"
+        "async def main():\n"
+        f"    store = await s.RaceStore.connect('sqlite:///{tmp_path}/probe.db')\n"
+        "    print(await store.schema_version())\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    migrations = sorted((ROOT / "server" / "migrations").glob("*.sql"))
+    assert int(result.stdout.strip()) == len({p.name[:4] for p in migrations})
