@@ -9,12 +9,10 @@ sockets with 1001 and waits for the race writes.
 from __future__ import annotations
 
 import concurrent.futures
-import importlib
-import importlib.util
 import multiprocessing
 import re
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import WSMsgType, web
 
@@ -27,6 +25,7 @@ from server.connection import Connection
 from server.hub import Hub
 from server.ratelimit import AddressLimiter
 from server.storage import RaceStore
+from server.web import add_web_routes
 
 SETTINGS: Final = web.AppKey("settings", Settings)
 HUB: Final = web.AppKey("hub", Hub)
@@ -82,16 +81,8 @@ def create_app(
     app.router.add_get("/api/rooms", handle_rooms)
     app.router.add_get("/api/races", handle_race_list)
     app.router.add_get("/api/races/{race_id}", handle_race)
-    _add_web_routes(app)
+    add_web_routes(app)
     return app
-
-
-def _add_web_routes(app: web.Application) -> None:
-    # The spectator pages live in server/web.py (another engineer's module).
-    if importlib.util.find_spec("server.web") is None:
-        return
-    module: Any = importlib.import_module("server.web")
-    module.add_web_routes(app)
 
 
 async def _on_shutdown(app: web.Application) -> None:

@@ -161,14 +161,12 @@ class Race:
         return self._stop(player_id, PlayerStatus.LEFT, "leave", now_ms)
 
     def time_up(self, now_ms: int) -> list[str]:
-        """The time limit is reached: everyone still racing times out."""
-        stopped = [
+        """The time limit is reached: everyone still racing times out (then call :meth:`end`)."""
+        return [
             pid
             for pid, racer in self.racers.items()
             if not racer.is_done and self._stop(pid, PlayerStatus.TIMED_OUT, "timeout", now_ms)
         ]
-        self.end(now_ms)
-        return stopped
 
     def end(self, now_ms: int) -> None:
         """Mark the race over."""

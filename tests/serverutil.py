@@ -35,6 +35,7 @@ from websockets.typing import Subprotocol
 
 from protocol import codec
 from protocol import messages as m
+from protocol.game import DRAW, Move
 from server.app import HUB, STORE, create_app, make_executor
 from server.config import Settings, from_env
 from server.hub import Hub
@@ -208,3 +209,36 @@ async def connect(
             m.Hello(name=name, version=m.PROTOCOL_VERSION, token=token, bot=bot), m.Welcome
         )
     return client
+
+
+# ---- race helpers --------------------------------------------------------------
+def move_request(seq: int, step: Move) -> m.MoveRequest:
+    """The move message for one step of a line (a position or ``"draw"``)."""
+    if step == DRAW:
+        return m.MoveRequest(seq, m.MoveAction.DRAW)
+    assert isinstance(step, int)
+    return m.MoveRequest(seq, m.MoveAction.PLAY, step)
+
+
+async def open_room(
+    ws_url: str, names: list[str], *, encoding: str = "msgpack", **options: Any
+) -> tuple[list[TestClient], m.RoomState]:
+    """Connect one client per name; the first hosts a room with ``options``, the rest join
+    and get ready.  Returns the clients (host first) and the host's latest room state."""
+    options.setdefault("countdown_s", 0)
+    if isinstance(options.get("undo"), str):
+        options["undo"] = m.UndoPolicy(options["undo"])
+    host = await connect(ws_url, names[0], encoding=encoding)
+    state = await host.request(m.CreateRoom(m.RoomOptions(**options)), m.RoomState)
+    clients = [host]
+    for name in names[1:]:
+        client = await connect(ws_url, name, encoding=encoding)
+        await client.request(m.Join(state.code), m.RoomState)
+        await client.send(m.Ready(True))
+        clients.append(client)
+    want = len(names)
+    while True:
+        others_ready = all(mb.ready for mb in state.members if mb.player_id != host.player_id)
+        if len(state.members) == want and others_ready:
+            return clients, state
+        state = await host.expect(m.RoomState)
