@@ -1,4 +1,4 @@
-"""Races over real sockets: the full race, every refusal, sequence numbers, undo, stuck, time limit."""
+"""Races over real sockets: the full race, refusals, sequence numbers, undo, stuck, time limit."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ async def test_four_players_race_the_dealt_winning_line_and_are_ranked_by_server
 ) -> None:
     async with running_server(tmp_path) as server:
         names = ["ann", "bob", "cyd", "dee"]
-        clients, state = await open_room(
+        clients, _ = await open_room(
             server.ws_url, names, practice_seed=SEED, undo=m.UndoPolicy.PENALTY, undo_penalty_s=5
         )
         host, bob, cyd, dee = clients
@@ -74,7 +74,9 @@ async def test_four_players_race_the_dealt_winning_line_and_are_ranked_by_server
         assert cyd_log[-1].at_ms + 5000 == record.players[3].finish_ms
 
 
-async def test_finish_messages_announce_each_finisher_with_a_provisional_rank(tmp_path: Path) -> None:
+async def test_finish_messages_announce_each_finisher_with_a_provisional_rank(
+    tmp_path: Path,
+) -> None:
     async with running_server(tmp_path) as server:
         clients, _ = await open_room(server.ws_url, ["ann", "bob"], practice_seed=SEED)
         ann, bob = clients
