@@ -1,0 +1,119 @@
+"""docs/protocol.md documents every message, code and example exactly as the code has them."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol import codec, docgen, docnotes
+from protocol import messages as m
+from protocol.commitment import commitment, commitment_text
+from protocol.errors import CloseCode, ErrorCode
+from protocol.game import Reason, Rules, replay
+from protocol.shuffle import candidate_deal
+
+DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
+DOC = DOC_PATH.read_text(encoding="utf-8")
+
+
+def code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC, re.S)
+
+
+def test_the_generated_blocks_match_the_code() -> None:
+    assert docgen.stale_blocks(DOC) == [], "run: python -m protocol.docgen docs/protocol.md"
+
+
+def test_rendering_the_document_again_changes_nothing() -> None:
+    assert docgen.render(DOC) == DOC
+
+
+@pytest.mark.parametrize("tag", [*m.CLIENT_MESSAGES, *m.SERVER_MESSAGES])
+def test_every_message_type_has_its_own_section(tag: str) -> None:
+    assert f"### `{tag}`\n" in DOC
+
+
+@pytest.mark.parametrize("code", list(ErrorCode), ids=lambda c: c.name)
+def test_every_error_code_is_documented_with_its_number(code: ErrorCode) -> None:
+    assert f"| {code.value} | `{code.name}` |" in DOC
+
+
+@pytest.mark.parametrize("code", list(CloseCode), ids=lambda c: c.name)
+def test_every_close_code_is_documented_with_its_number(code: CloseCode) -> None:
+    assert f"| {code.value} | `{code.name}` |" in DOC
+
+
+@pytest.mark.parametrize("reason", list(Reason), ids=lambda r: r.name)
+def test_every_move_rejection_reason_is_documented(reason: Reason) -> None:
+    assert f"| {reason.value} | `{reason.name}` |" in DOC
+
+
+def test_every_structure_has_its_own_section() -> None:
+    for cls in docgen.NESTED:
+        assert f"### {cls.__name__}\n" in DOC
+
+
+def test_every_field_of_every_message_and_structure_has_a_note() -> None:
+    classes = [*m.CLIENT_MESSAGES.values(), *m.SERVER_MESSAGES.values(), *docgen.NESTED]
+    for cls in classes:
+        assert cls.__name__ in docnotes.SUMMARIES
+        for spec in dataclasses.fields(cls):
+            assert (cls.__name__, spec.name) in docnotes.FIELDS, (cls.__name__, spec.name)
+    expected = {(cls.__name__, f.name) for cls in classes for f in dataclasses.fields(cls)}
+    assert set(docnotes.FIELDS) == expected
+
+
+def _decode_example(wire: dict[str, Any]) -> Any:
+    text = json.dumps(wire)
+    if wire["t"] in m.CLIENT_MESSAGES:
+        return codec.decode(text, "json")
+    return codec.decode_server(text, "json")
+
+
+def test_every_json_example_in_the_document_is_a_valid_message() -> None:
+    examples = [json.loads(block) for block in code_blocks("json")]
+    messages = [_decode_example(wire) for wire in examples if "t" in wire]
+    assert {msg.TAG for msg in messages} == {*m.CLIENT_MESSAGES, *m.SERVER_MESSAGES}
+    for wire, message in zip((w for w in examples if "t" in w), messages, strict=True):
+        assert json.loads(codec.encode_json(message)) == wire
+
+
+def test_the_hex_example_decodes_to_the_json_shown_next_to_it() -> None:
+    (hex_block,) = code_blocks("hex")
+    frame = bytes.fromhex(hex_block.replace(" ", "").replace("\n", ""))
+    message = codec.decode(frame, "msgpack")
+    assert message == docgen.HEX_EXAMPLE
+    shown = DOC.split("```hex")[0].rsplit("```json\n", 1)[1].split("```")[0]
+    assert codec.decode(shown.strip(), "json") == message
+    assert f"as msgpack ({len(frame)} bytes)" in DOC
+
+
+def test_the_worked_commitment_in_the_document_is_correct() -> None:
+    rules = Rules(wrap=True, empty_waste=False)
+    text = commitment_text(docgen.EXAMPLE_SEED, rules)
+    assert f"```\n{text}\n```" in DOC
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert digest == commitment(docgen.EXAMPLE_SEED, rules)
+    assert f"its SHA-256 is `{digest}`" in DOC
+
+
+def test_the_worked_example_line_wins_its_deal_with_par_draws() -> None:
+    deal = candidate_deal(docgen.EXAMPLE_SEED, docgen.EXAMPLE_CANDIDATE, Rules())
+    game = replay(deal, docgen.EXAMPLE_SOLUTION)  # type: ignore[arg-type]
+    assert game.cleared == 28
+    assert game.draws == docgen.EXAMPLE_PAR
+    peaks = " ".join(deal.codes()["peaks"])  # type: ignore[arg-type]
+    assert peaks.replace(" 5C", "\n5C") in DOC
+
+
+def test_the_documented_limits_are_the_codec_limits() -> None:
+    assert f"| client → server frame | {codec.MAX_CLIENT_FRAME} bytes" in DOC
+    assert f"| nesting depth | {codec.MAX_DEPTH} levels" in DOC
+    assert codec.SUBPROTOCOL_MSGPACK in DOC and codec.SUBPROTOCOL_JSON in DOC
+    assert f"version {m.PROTOCOL_VERSION}" in DOC
