@@ -395,20 +395,24 @@ class _Guarded:
             self._locked = True
         try:
             conn = await self._store._engine.connect()
-        except (DBAPIError, OSError) as exc:
+        except BaseException as exc:
             self._release()
-            raise StorageError(f"cannot open database {self._store.url}: {_reason(exc)}") from exc
-        self._conn = conn
-        if self._exclusive:
-            conn = await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
-            self._conn = conn
-        if self._transaction:
-            try:
+            if isinstance(exc, DBAPIError | OSError):
+                raise StorageError(
+                    f"cannot open database {self._store.url}: {_reason(exc)}"
+                ) from exc
+            raise
+        try:
+            if self._exclusive:
+                conn = await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+            if self._transaction:
                 await conn.begin()
-            except BaseException:
-                await conn.close()
-                self._release()
-                raise
+        except BaseException as exc:
+            await self._close(conn)
+            if isinstance(exc, DBAPIError):
+                raise StorageError(f"database {self._store.url} failed: {_reason(exc)}") from exc
+            raise
+        self._conn = conn
         return conn
 
     async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
@@ -420,11 +424,23 @@ class _Guarded:
                     await conn.commit()
                 else:
                     await conn.rollback()
+        except DBAPIError as failure:
+            # A failed COMMIT wrote nothing: say so in the caller's terms.
+            if exc is None and not isinstance(failure, IntegrityError):
+                raise StorageError(
+                    f"database {self._store.url} failed: {_reason(failure)}"
+                ) from failure
+            raise
+        finally:
+            await self._close(conn)
+        if isinstance(exc, DBAPIError) and not isinstance(exc, IntegrityError):
+            raise StorageError(f"database {self._store.url} failed: {_reason(exc)}") from exc
+
+    async def _close(self, conn: AsyncConnection) -> None:
+        try:
             await conn.close()
         finally:
             self._release()
-        if isinstance(exc, DBAPIError) and not isinstance(exc, IntegrityError):
-            raise StorageError(f"database {self._store.url} failed: {_reason(exc)}") from exc
 
     def _release(self) -> None:
         if self._locked:

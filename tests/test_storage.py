@@ -510,3 +510,10 @@ async def test_a_file_that_is_not_a_database_is_refused_and_left_untouched(
     with pytest.raises(StorageError, match="cannot open database"):
         await RaceStore.connect(f"sqlite:///{path}")
     assert path.read_text() == "my precious notes\n"
+
+
+async def test_a_missing_postgresql_database_gives_a_clear_error(
+    postgres_cluster: pgutil.PostgresCluster,
+) -> None:
+    with pytest.raises(StorageError, match=r"cannot open database postgresql://.*no_such_db"):
+        await RaceStore.connect(postgres_cluster.url("no_such_db"))
