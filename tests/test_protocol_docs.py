@@ -17,6 +17,7 @@ from protocol.commitment import commitment, commitment_text
 from protocol.errors import CloseCode, ErrorCode
 from protocol.game import Reason, Rules, replay
 from protocol.shuffle import candidate_deal
+from server.config import Settings
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
 DOC = DOC_PATH.read_text(encoding="utf-8")
@@ -117,3 +118,35 @@ def test_the_documented_limits_are_the_codec_limits() -> None:
     assert f"| nesting depth | {codec.MAX_DEPTH} levels" in DOC
     assert codec.SUBPROTOCOL_MSGPACK in DOC and codec.SUBPROTOCOL_JSON in DOC
     assert f"version {m.PROTOCOL_VERSION}" in DOC
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def test_the_documented_server_limits_are_the_reference_servers_defaults() -> None:
+    s = Settings()
+    phrases = [
+        f"Players get {_number(s.player_rate)} credits per second with a burst of "
+        f"{_number(s.player_burst)}",
+        f"spectators\n  get {_number(s.spectator_rate)} per second with a burst of "
+        f"{_number(s.spectator_burst)}",
+        f"{s.abuse_strikes} such frames in a row",
+        f"hard cap\n  of {s.max_frame_bytes // 1024} KiB",
+        f"the {_ordinal(s.bad_frame_limit)} frame refused by the decoder",
+        f"at most {s.rooms_per_connection} rooms",
+        f"`hello` within {_number(s.hello_timeout_s)} s",
+        f"silent for\n  {_number(s.idle_timeout_s)} s",
+        f"pings every {_number(s.heartbeat_s)} s",
+        f"grace\n   period ({_number(s.reconnect_grace_s)} s by default)",
+        f"at most {_number(s.connect_rate)} new connections per second per address, with\n  "
+        f"a burst of {_number(s.connect_burst)}",
+        f"`progress_hz` times per second per room (server setting, {_number(s.progress_hz)} by",
+        f"{s.host}:{s.port}",
+    ]
+    for phrase in phrases:
+        assert phrase in DOC, phrase
+
+
+def _ordinal(n: int) -> str:
+    return {10: "tenth"}.get(n, f"{n}th")
