@@ -337,6 +337,7 @@ class Room:
         if self.host_id == player_id:
             self.host_id = next(iter(self.seats), None)
         if self.race is not None and not self.race.over and self.race.leave(player_id, now_ms):
+            outputs += self._mark_dirty(player_id, now_ms)
             outputs += self._racer_changed(player_id, now_ms)
         if self.phase is Phase.COUNTDOWN and not self.seats:
             self._pending = None
