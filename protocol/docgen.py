@@ -24,7 +24,7 @@ from protocol import messages as m
 from protocol.cards import card_code
 from protocol.commitment import commitment
 from protocol.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode
-from protocol.game import REASON_TEXT, Game, Reason, Rules, Status
+from protocol.game import REASON_TEXT, Game, Move, Reason, Rules, Status
 from protocol.schema import IntNode, ListNode, Node, OptionalNode, StructNode, compile_struct
 from protocol.shuffle import candidate_deal
 
@@ -32,7 +32,7 @@ from protocol.shuffle import candidate_deal
 EXAMPLE_SEED: Final = "7Kq2ZpX4mN9vR3tB8wYc5e"
 EXAMPLE_CANDIDATE: Final = 0
 EXAMPLE_PAR: Final = 5
-EXAMPLE_SOLUTION: Final[tuple[int | str, ...]] = (
+EXAMPLE_SOLUTION: Final[tuple[Move, ...]] = (
     21, 23, 18, 20, 22, 25, 26, 11, 19, "draw", 12, "draw", 24, 10, 14, 13, 27, 6, 17, 16, 8,
     15, 9, 5, 1, 3, "draw", 4, 0, 7, "draw", "draw", 2,
 )
@@ -93,7 +93,7 @@ def example_messages() -> list[Any]:
         m.Finish(ann.player_id, "Ann", 1, finish_ms, 38, 1),
         m.RaceOver("r-20251130-0001", m.RaceEnd.ALL_DONE, (standing, second), EXAMPLE_SEED,
                    EXAMPLE_CANDIDATE, rules.wrap, rules.empty_waste, "any", False, digest,
-                   m.DealCodes.from_deal(deal), EXAMPLE_SOLUTION, EXAMPLE_PAR),  # type: ignore[arg-type]
+                   m.DealCodes.from_deal(deal), EXAMPLE_SOLUTION, EXAMPLE_PAR),
         m.SpectatorBoard(bot.player_id, start_view, 0),
         m.Resync(5, m.Phase.RACING, "r-20251130-0001", digest, EXAMPLE_START_MS,
                  EXAMPLE_START_MS + 9_900, 9_900, 6, 0, _view_after(deal, 6)),
@@ -108,7 +108,7 @@ def example_messages() -> list[Any]:
 def _view_after(deal: Any, moves: int) -> m.BoardView:
     game = Game(deal)
     for move in EXAMPLE_SOLUTION[:moves]:
-        game.push(move)  # type: ignore[arg-type]
+        game.push(move)
     return m.BoardView.from_view(game.view())
 
 

@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Final, Literal
 
-from protocol.cards import ALL_CODES
+from protocol.cards import ALL_CODES, card_code
 from protocol.game import DRAW, HIDDEN, Deal, Move, PlayerView, Reason, Rules, Status
 from protocol.schema import Int, Items, OneOf, Pattern, Text
 
@@ -242,8 +242,11 @@ class DealCodes:
 
     @classmethod
     def from_deal(cls, deal: Deal) -> DealCodes:
-        codes = deal.codes()
-        return cls(tuple(codes["peaks"]), codes["waste"], tuple(codes["stock"]))  # type: ignore[arg-type]
+        return cls(
+            tuple(card_code(c) for c in deal.peaks),
+            None if deal.waste is None else card_code(deal.waste),
+            tuple(card_code(c) for c in deal.stock),
+        )
 
     def to_deal(self, rules: Rules) -> Deal:
         """The engine deal; raises ``CardError`` when the codes are not a valid deal."""

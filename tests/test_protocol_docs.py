@@ -106,7 +106,7 @@ def test_the_worked_commitment_in_the_document_is_correct() -> None:
 
 def test_the_worked_example_line_wins_its_deal_with_par_draws() -> None:
     deal = candidate_deal(docgen.EXAMPLE_SEED, docgen.EXAMPLE_CANDIDATE, Rules())
-    game = replay(deal, docgen.EXAMPLE_SOLUTION)  # type: ignore[arg-type]
+    game = replay(deal, docgen.EXAMPLE_SOLUTION)
     assert game.cleared == 28
     assert game.draws == docgen.EXAMPLE_PAR
     peaks = " ".join(deal.codes()["peaks"])  # type: ignore[arg-type]
