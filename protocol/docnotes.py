@@ -29,8 +29,8 @@ SUMMARIES: Final[dict[str, str]] = {
     "player is not ready.",
     "Kick": "Host only, lobby or finished: remove a player from the room. They get `left` with "
     "reason `kicked`.",
-    "UpdateOptions": "Host only, lobby only: replace the room options. Every player's ready flag "
-    "is cleared.",
+    "UpdateOptions": "Host only, in the lobby or between races (finished): replace the room "
+    "options. Every player's ready flag (or rematch request) is cleared.",
     "MoveRequest": "One move in the race. `seq` is 1 for the first move of each race and goes up "
     "by one per move (rejected ones included). Resending a number already answered returns "
     "the original `move_result` again and changes nothing; skipping ahead is refused with "

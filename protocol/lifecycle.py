@@ -35,7 +35,8 @@ ALLOWED: Final[dict[tuple[Phase, Role], frozenset[str]]] = {
     (Phase.LOBBY, Role.PLAYER): _IN_ROOM | {"ready", "start", "kick", "update_options"},
     (Phase.COUNTDOWN, Role.PLAYER): _IN_ROOM,
     (Phase.RACING, Role.PLAYER): _IN_ROOM | {"move", "resign"},
-    (Phase.FINISHED, Role.PLAYER): _IN_ROOM | {"rematch", "kick"},
+    # Between races the host may still tidy up the room before everyone asks for a rematch.
+    (Phase.FINISHED, Role.PLAYER): _IN_ROOM | {"rematch", "kick", "update_options"},
     (Phase.LOBBY, Role.SPECTATOR): _IN_ROOM,
     (Phase.COUNTDOWN, Role.SPECTATOR): _IN_ROOM,
     (Phase.RACING, Role.SPECTATOR): _IN_ROOM,

@@ -91,6 +91,12 @@ def test_host_messages_need_the_host() -> None:
         assert refusal(tag, True, Phase.LOBBY, Role.PLAYER, is_host=False) is ErrorCode.NOT_HOST
 
 
+def test_the_host_may_change_options_in_the_lobby_and_between_races_only() -> None:
+    for phase in Phase:
+        expected = None if phase in (Phase.LOBBY, Phase.FINISHED) else ErrorCode.NOT_ALLOWED_NOW
+        assert refusal("update_options", True, phase, Role.PLAYER, is_host=True) is expected
+
+
 def test_the_phase_is_checked_before_host_rights() -> None:
     assert refusal("start", True, Phase.RACING, Role.PLAYER, is_host=False) is (
         ErrorCode.NOT_ALLOWED_NOW
