@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Iterable
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 
 import msgpack
 
@@ -51,7 +51,6 @@ MAX_SERVER_FRAME: Final = 256 * 1024
 MAX_DEPTH: Final = 6
 
 EncodingName = Encoding | Literal["msgpack", "json"]
-M = TypeVar("M")
 
 
 def choose_subprotocol(offered: Iterable[str]) -> str | None:
