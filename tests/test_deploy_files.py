@@ -7,7 +7,9 @@ reading their structure; deploy/README.md says what is left unrun.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -17,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from server.config import ENV_PREFIX, Settings
+from server.config import ENV_PREFIX, Settings, from_env
+from server.storage import driver_url
+from tests.serverutil import running_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -282,3 +286,57 @@ def test_the_package_as_the_image_installs_it_carries_its_migrations(tmp_path: P
     assert result.returncode == 0, result.stderr
     migrations = sorted((ROOT / "server" / "migrations").glob("*.sql"))
     assert int(result.stdout.strip()) == len({p.name[:4] for p in migrations})
+
+
+def dockerfile_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, rest in dockerfile_instructions():
+        if word == "ENV":
+            env.update(pair.split("=", 1) for pair in rest.split())
+    return env
+
+
+def unit_env() -> dict[str, str]:
+    pairs = (value.split("=", 1) for value in unit_directives()["Environment"])
+    return {key: value.replace("%S", "/var/lib") for key, value in pairs}
+
+
+def compose_env() -> dict[str, str]:
+    raw = compose()["services"]["tripeaks"]["environment"]  # type: ignore[index]
+    # ${VAR:?message} / ${VAR:-default}: fill in what compose would.
+    return {
+        key: re.sub(r"\$\{(\w+):([?-])([^}]*)\}", lambda m: "secret" if m[2] == "?" else m[3], v)
+        for key, v in raw.items()
+    }
+
+
+@pytest.mark.parametrize("source", [dockerfile_env, unit_env, compose_env])
+def test_each_deployment_sets_valid_server_settings(source: object) -> None:
+    env = source()  # type: ignore[operator]
+    settings = from_env(env)
+    if settings.db:
+        driver_url(settings.db)  # raises DatabaseURLError for a bad URL
+    assert settings.port == 8765
+
+
+async def test_the_image_health_check_command_passes_only_while_the_server_is_up(
+    tmp_path: Path,
+) -> None:
+    (health,) = [rest for word, rest in dockerfile_instructions() if word == "HEALTHCHECK"]
+    command = json.loads(health[health.index("CMD") + 3 :].strip())
+    assert command[0] == "python"
+    command[0] = sys.executable
+
+    async def probe(port: int) -> int:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            env={**os.environ, "TRIPEAKS_PORT": str(port)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return await asyncio.wait_for(process.wait(), timeout=30)
+
+    async with running_server(tmp_path) as server:
+        assert await probe(server.port) == 0
+        port = server.port
+    assert await probe(port) != 0
