@@ -1,0 +1,406 @@
+"""``make bench-load``: how many racing players one server core holds.
+
+Runs, each against a fresh server pinned to core 0 with the load generators
+pinned to core 1 (loopback only, every run bounded in time):
+
+1. ``echo``: a bare aiohttp WebSocket echo server, closed-loop round trips at
+   saturation with the same frame size, connection count and event loop;
+2. ``idle``: server RSS with N connected idle players, per player;
+3. ``human``: rooms of 4 players and 1 spectator at 2 moves/s per player,
+   with rooms started during the window (room-start latency under load);
+4. ``saturation``: the same rooms with every player moving as fast as the
+   server answers; the ratio against the echo baseline;
+5. ``interference``: a burst of 50 room starts, dealing included, while
+   other rooms race at human pace;
+6. ``capacity``: bisection on the player count at human pace for p99 move
+   round trip under 50 ms.
+
+A table goes to stdout and every figure to ``bench/results/load.json``.
+``--quick`` runs everything at a tiny scale (the smoke test uses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.load_procs import (
+    free_port,
+    python_module,
+    raise_open_file_limit,
+    start,
+    stop,
+    wait_healthy,
+)
+from bench.load_run import GENERATOR_CORE, WindowResult, run_window, split_evenly
+from bench.load_stats import CpuWindow
+from bench.load_table import print_table
+
+SERVER_CORE = 0
+RESULTS = Path(__file__).resolve().parent / "results" / "load.json"
+HUMAN_INTERVAL_S = 0.5  # 2 moves/s per player
+P99_TARGET_MS = 50.0
+BURST_P99_TARGET_MS = 100.0
+# Every connection comes from 127.0.0.1, so the per-address limits that
+# protect a real deployment would throttle the benchmark itself.
+SERVER_FLAGS = (
+    "--player-rate", "100000", "--player-burst", "100000",
+    "--spectator-rate", "100000", "--spectator-burst", "100000",
+    "--connect-rate", "100000", "--connect-burst", "100000",
+    "--max-rooms", "100000", "--rooms-per-connection", "100",
+)
+
+
+@dataclass
+class Scale:
+    """How big each run is; ``--quick`` shrinks everything."""
+
+    echo_s: float = 10.0
+    idle_players: int = 2000
+    human_rooms: int = 500
+    human_starts: int = 10
+    human_s: float = 20.0
+    saturation_rooms: int = 50
+    saturation_s: float = 10.0
+    interference_rooms: int = 250
+    burst: int = 50
+    interference_s: float = 20.0
+    capacity_start: int = 2000
+    capacity_max: int = 8000
+    capacity_steps: int = 5
+    capacity_s: float = 12.0
+    generators: int = 1
+    warmup_s: float = 2.0
+
+
+QUICK = Scale(
+    echo_s=1.5, idle_players=20, human_rooms=2, human_starts=1, human_s=2.0,
+    saturation_rooms=2, saturation_s=1.5, interference_rooms=2, burst=2, interference_s=3.0,
+    capacity_start=8, capacity_max=16, capacity_steps=2, capacity_s=1.5, warmup_s=0.5,
+)
+
+
+class Bench:
+    """Starts servers, runs windows, keeps every figure."""
+
+    def __init__(self, scale: Scale, workdir: Path) -> None:
+        self.scale = scale
+        self.workdir = workdir
+        self.log = Path(tempfile.gettempdir()) / "tripeaks-bench-load.log"
+        self.log.write_text("")
+        self.figures: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def server(self, kind: str = "game") -> Iterator[tuple[int, int]]:
+        """A fresh server pinned to the server core; yields ``(port, pid)``."""
+        port = free_port()
+        if kind == "echo":
+            cmd = python_module("bench.echo_server", "--port", str(port))
+        else:
+            db = f"sqlite:///{self.workdir / f'bench-{port}.db'}"
+            cmd = python_module("server", "--port", str(port), "--db", db, *SERVER_FLAGS)
+        proc = start(cmd, core=SERVER_CORE, log=self.log)
+        profiler = None
+        try:
+            wait_healthy(proc, port)
+            profiler = self._profiler(kind, proc.pid)
+            yield port, proc.pid
+        finally:
+            if profiler is not None:
+                # py-spy writes its output on SIGINT, not on SIGTERM.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(profiler.pid, signal.SIGINT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    profiler.wait(timeout=30.0)
+                stop(profiler)
+            stop(proc)
+
+    def _profiler(self, kind: str, pid: int) -> subprocess.Popen[bytes] | None:
+        """With BENCH_LOAD_PROFILE=DIR, sample the server with py-spy (collapsed stacks)."""
+        where = os.environ.get("BENCH_LOAD_PROFILE")
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not where or not Path(spy).exists():
+            return None
+        out = Path(where) / f"{kind}-{pid}.txt"
+        cmd = [spy, "record", "--pid", str(pid), "--nonblocking", "--format", "raw",
+               "--rate", "200", "--output", str(out)]
+        return start(cmd, core=GENERATOR_CORE, log=self.log)
+
+    def _jobs(self, base: dict[str, Any], rooms: int, starts: list[float]) -> list[dict[str, Any]]:
+        jobs = []
+        n = self.scale.generators
+        room_shares = split_evenly(rooms, n)
+        start_shares = split_evenly(len(starts), n)
+        taken = 0
+        for i in range(n):
+            mine = starts[taken : taken + start_shares[i]]
+            taken += start_shares[i]
+            jobs.append(
+                {**base, "rooms": room_shares[i], "start_offsets_s": mine, "seed": i + 1,
+                 "index_base": i * 100_000}
+            )
+        return jobs
+
+    def race(
+        self, rooms: int, interval_s: float, duration_s: float, starts: list[float],
+        burst_at_s: float | None = None,
+    ) -> WindowResult:
+        """One window of racing rooms on a fresh server."""
+        with self.server() as (port, pid):
+            base = {
+                "kind": "race", "url": f"ws://127.0.0.1:{port}/ws", "players": 4,
+                "spectators": 1, "interval_s": interval_s, "duration_s": duration_s,
+                "warmup_s": self.scale.warmup_s, "burst_at_s": burst_at_s,
+            }
+            return run_window(self._jobs(base, rooms, starts), server_pid=pid, log=self.log)
+
+    # ---- the runs -------------------------------------------------------------
+    def run_echo(self, connections: int, frame_bytes: int) -> None:
+        with self.server("echo") as (port, pid):
+            shares = split_evenly(connections, self.scale.generators)
+            jobs = [
+                {"kind": "echo", "url": f"ws://127.0.0.1:{port}/ws", "connections": share,
+                 "frame_bytes": frame_bytes, "duration_s": self.scale.echo_s}
+                for share in shares
+            ]
+            result = run_window(jobs, server_pid=pid, log=self.log)
+        self.figures["echo"] = {
+            "connections": connections,
+            "frame_bytes": frame_bytes,
+            "round_trips_per_s": result.rate("round_trips"),
+            "rtt": result.hists["rtt"].summary(),
+            **self._machine_load(result),
+        }
+
+    def run_idle(self) -> None:
+        n = self.scale.idle_players
+        with self.server() as (port, pid):
+            url = f"ws://127.0.0.1:{port}/ws"
+            # Warm up allocator and imports with a few connections first, so the
+            # delta below is what N more players cost, not first-use costs.
+            run_window([{"kind": "idle", "url": url, "connections": 50, "duration_s": 0}],
+                       server_pid=pid, log=self.log)
+            time.sleep(1.0)
+            before = CpuWindow(pid).rss_bytes()
+            after: list[int] = []
+
+            def measure() -> None:
+                time.sleep(2.0)
+                after.append(CpuWindow(pid).rss_bytes())
+
+            shares = split_evenly(n, self.scale.generators)
+            jobs = [{"kind": "idle", "url": url, "connections": s, "duration_s": 0} for s in shares]
+            run_window(jobs, server_pid=pid, log=self.log, before_go=measure)
+        delta = after[0] - before
+        self.figures["idle"] = {
+            "players": n,
+            "rss_before_mib": round(before / 2**20, 1),
+            "rss_after_mib": round(after[0] / 2**20, 1),
+            "kib_per_player": round(delta / n / 1024, 2),
+        }
+
+    def run_human(self) -> None:
+        s = self.scale
+        starts = [s.human_s * (i + 0.5) / max(1, s.human_starts) for i in range(s.human_starts)]
+        result = self.race(s.human_rooms, HUMAN_INTERVAL_S, s.human_s, starts)
+        self.figures["human"] = self._race_figures(result, s.human_rooms)
+
+    def run_saturation(self) -> None:
+        s = self.scale
+        result = self.race(s.saturation_rooms, 0.0, s.saturation_s, [])
+        self.figures["saturation"] = self._race_figures(result, s.saturation_rooms)
+
+    def run_interference(self) -> None:
+        s = self.scale
+        burst_at = min(5.0, s.interference_s / 3)
+        result = self.race(
+            s.interference_rooms, HUMAN_INTERVAL_S, s.interference_s, [burst_at] * s.burst,
+            burst_at_s=burst_at,
+        )
+        figures = self._race_figures(result, s.interference_rooms)
+        during = result.hists.get("rtt_during_burst")
+        figures["burst_rooms"] = s.burst
+        figures["rtt_during_burst"] = during.summary() if during else None
+        p99 = figures["rtt_during_burst"]["p99_ms"] if during else None
+        figures["within_bound"] = None if p99 is None else p99 < BURST_P99_TARGET_MS
+        self.figures["interference"] = figures
+
+    def run_capacity(self) -> None:
+        """Bisection on rooms of 4 at human pace: largest count with p99 RTT under 50 ms."""
+        s = self.scale
+        steps: list[dict[str, Any]] = []
+        good, bad = 0, None
+        players = s.capacity_start
+        for _ in range(s.capacity_steps):
+            rooms = max(1, players // 4)
+            result = self.race(rooms, HUMAN_INTERVAL_S, s.capacity_s, [])
+            figures = self._race_figures(result, rooms)
+            p99 = figures["rtt"]["p99_ms"]
+            ok = p99 is not None and p99 < P99_TARGET_MS and not result.counts.get("timeouts")
+            steps.append({"players": rooms * 4, "p99_ms": p99, "ok": ok,
+                          "moves_per_s": figures["accepted_moves_per_s"],
+                          "server_cpu_pct": figures["server_cpu_pct"],
+                          "generator_cpu_pct": figures["generator_cpu_pct"]})
+            if ok:
+                good = max(good, rooms * 4)
+            else:
+                bad = rooms * 4 if bad is None else min(bad, rooms * 4)
+            if bad is None:
+                if players >= s.capacity_max:
+                    break
+                players = min(players * 2, s.capacity_max)
+            else:
+                nxt = (good + bad) // 2 // 4 * 4
+                if nxt <= good or bad - good <= max(4, bad // 10):
+                    break
+                players = nxt
+        self.figures["capacity"] = {
+            "largest_ok_players": good,
+            "smallest_failing_players": bad,
+            "steps": steps,
+            "target_p99_ms": P99_TARGET_MS,
+        }
+
+    # ---- figures ----------------------------------------------------------------
+    def _machine_load(self, result: WindowResult) -> dict[str, Any]:
+        return {
+            "server_cpu_pct": result.server.get("cpu_pct"),
+            "server_children_cpu_pct": result.server.get("children_cpu_pct"),
+            "server_rss_mib": result.server.get("rss_mib"),
+            "server_core_busy_by_others_pct": result.server.get("core_busy_by_others_pct"),
+            "generator_cpu_pct": result.generator_cpu_pct,
+            "generator_saturated": result.generator_saturated,
+            "window_s": round(result.wall_s, 2),
+        }
+
+    def _race_figures(self, result: WindowResult, rooms: int) -> dict[str, Any]:
+        def summary(name: str) -> dict[str, Any] | None:
+            hist = result.hists.get(name)
+            return hist.summary() if hist else None
+
+        return {
+            "rooms": rooms,
+            "players": rooms * 4,
+            "spectators": rooms,
+            "rtt": summary("rtt") or {"count": 0, "p50_ms": None, "p99_ms": None,
+                                       "p99_9_ms": None, "max_ms": None},
+            "accepted_moves_per_s": result.rate("accepted"),
+            "rejected_moves": result.counts.get("rejected", 0),
+            "timeouts": result.counts.get("timeouts", 0),
+            "server_frames_per_s": result.rate("frames_in"),
+            "room_start": summary("room_start"),
+            "room_starts": result.counts.get("room_starts", 0),
+            "start_failures": result.counts.get("start_failures", 0),
+            "fanout": summary("fanout"),
+            "setup_s": max(result.extra.get("setup_s", [0.0])),
+            **self._machine_load(result),
+        }
+
+
+def move_frame_bytes() -> int:
+    """Size of a typical move frame on the msgpack subprotocol."""
+    from protocol import codec
+    from protocol import messages as m
+
+    return len(codec.encode_msgpack(m.MoveRequest(123, m.MoveAction.PLAY, 17)))
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    try:
+        import uvloop  # noqa: F401
+
+        loop = "uvloop"
+    except ImportError:
+        loop = "asyncio"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "loop": loop,
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "shared_machine": True,
+    }
+
+
+RUNS = ("echo", "idle", "human", "saturation", "interference", "capacity")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the load benchmark; 0 when every run completed (targets are reported, not enforced)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny scale (smoke test)")
+    parser.add_argument("--only", nargs="+", choices=RUNS, help="run only these")
+    parser.add_argument("--generators", type=int, default=1, help="generator processes (core 1)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="JSON output path")
+    parser.add_argument(
+        "--set", nargs="+", default=[], metavar="FIELD=VALUE",
+        help="override a scale field, e.g. --set human_rooms=100 capacity_steps=3",
+    )
+    args = parser.parse_args(argv)
+    scale = dataclasses.replace(QUICK if args.quick else Scale())
+    for item in args.set:
+        name, _, value = item.partition("=")
+        if name not in scale.__dataclass_fields__:
+            parser.error(f"no scale field {name!r}; fields: {', '.join(vars(scale))}")
+        setattr(scale, name, type(getattr(scale, name))(value))
+    scale.generators = max(1, args.generators)
+    raise_open_file_limit()
+    runs = args.only or list(RUNS)
+    workdir = Path(tempfile.mkdtemp(prefix="tripeaks-bench-"))
+    bench = Bench(scale, workdir)
+    began = time.time()
+    try:
+        for name in runs:
+            print(f"[bench-load] {name} ...", file=sys.stderr, flush=True)
+            run_started = time.monotonic()
+            if name == "echo":
+                players = scale.saturation_rooms * 4
+                bench.run_echo(players, move_frame_bytes())
+            else:
+                getattr(bench, f"run_{name}")()
+            bench.figures.setdefault(name, {})["run_s"] = round(time.monotonic() - run_started, 1)
+    except Exception:
+        print(f"[bench-load] failed; server and generator logs: {bench.log}", file=sys.stderr)
+        raise
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    figures = bench.figures
+    echo_rate = figures.get("echo", {}).get("round_trips_per_s")
+    game_rate = figures.get("saturation", {}).get("accepted_moves_per_s")
+    if echo_rate and game_rate is not None:
+        figures["ratio_game_to_echo"] = round(game_rate / echo_rate, 3)
+    figures["machine"] = machine()
+    figures["scale"] = vars(scale)
+    figures["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began))
+    figures["total_s"] = round(time.time() - began, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    print_table(figures)
+    print(f"\nall figures: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

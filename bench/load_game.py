@@ -1,0 +1,370 @@
+"""A lean load-generator client for the race server, on aiohttp and :mod:`protocol.codec`.
+
+The terminal client's bots (:mod:`client_cli.bot`) are built for play, not
+for timing each move; this client is built to be cheap and to time things:
+
+- every frame is counted, and decoded with plain ``msgpack.unpackb`` (the
+  server's frames are trusted here; the codec validates them in the tests);
+- a player times each move from send to its ``move_result`` (``rtt``);
+- the room's spectator times each move from send until a ``spectator_board``
+  showing it arrives (``fanout``);
+- a host times each start from ``start`` until all its players hold
+  ``race_start`` (``room_start``, dealing included).
+
+Players play only from what they see (face-up cards, waste top, stock
+count).  For sustained load a race must not end, so rooms allow free undo
+and a player that is stuck, or about to win, undoes a few moves and plays on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import msgpack
+
+from bench.load_stats import Histogram
+from protocol import codec
+from protocol import messages as m
+from protocol.cards import ALL_CODES, RANKS, is_adjacent
+
+RANK_OF: dict[str, int] = {code: RANKS.index(code[0]) for code in ALL_CODES}
+HIDDEN = "??"
+#: Undos a stuck (or about to win) player makes before playing forward again.
+UNDO_RUN = 6
+CONNECT_GATE = 64
+SETUP_GATE = 64
+
+
+def room_options(**overrides: Any) -> m.RoomOptions:
+    """Private rooms of 4 with one spectator seat, no delay, no countdown, free undo."""
+    base: dict[str, Any] = {
+        "name": "load",
+        "max_players": 4,
+        "spectator_delay_s": 0,
+        "undo": m.UndoPolicy.FREE,
+        "undo_penalty_s": 0,
+        "countdown_s": 0,
+    }
+    base.update(overrides)
+    return m.RoomOptions(**base)
+
+
+@dataclass
+class Meters:
+    """Everything one generator process measures during the window."""
+
+    measuring: bool = False
+    hists: dict[str, Histogram] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    burst_active: bool = False
+
+    def record(self, name: str, seconds: float) -> None:
+        if self.measuring:
+            hist = self.hists.get(name)
+            if hist is None:
+                hist = self.hists[name] = Histogram()
+            hist.record(seconds)
+
+    def count(self, name: str, n: int = 1) -> None:
+        if self.measuring:
+            self.counts[name] = self.counts.get(name, 0) + n
+
+
+class SetupError(RuntimeError):
+    """The server refused or dropped something while the load was being set up."""
+
+
+class Conn:
+    """One WebSocket with a reader task that counts frames and wakes waiters by tag."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, meters: Meters) -> None:
+        self.ws = ws
+        self.meters = meters
+        self.waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self.player_id = ""
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def send(self, message: m.ClientMessage) -> None:
+        await self.ws.send_bytes(codec.encode_msgpack(message))
+
+    def wait_for(self, tag: str) -> asyncio.Future[dict[str, Any]]:
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.waiters[tag] = future
+        return future
+
+    async def request(
+        self, message: m.ClientMessage, tag: str, timeout: float = 60
+    ) -> dict[str, Any]:
+        """Send ``message`` and wait for the next frame tagged ``tag``."""
+        future = self.wait_for(tag)
+        await self.send(message)
+        return await asyncio.wait_for(future, timeout)
+
+    async def _read(self) -> None:
+        meters = self.meters
+        unpack = msgpack.unpackb
+        async for msg in self.ws:
+            if msg.type != aiohttp.WSMsgType.BINARY:
+                continue
+            meters.count("frames_in")
+            frame = unpack(msg.data)
+            tag = frame["t"]
+            handler = self.handlers.get(tag)
+            if handler is not None:
+                handler(frame)
+            waiter = self.waiters.pop(tag, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(frame)
+            elif tag == "error":
+                self._fail(SetupError(f"server error {frame.get('code')}: {frame.get('message')}"))
+        self._fail(SetupError(f"socket closed ({self.ws.close_code})"))
+
+    def _fail(self, exc: Exception) -> None:
+        for waiter in self.waiters.values():
+            if not waiter.done():
+                waiter.set_exception(exc)
+        self.waiters.clear()
+
+    async def close(self) -> None:
+        self.reader.cancel()
+        await self.ws.close()
+
+
+async def open_conn(
+    session: aiohttp.ClientSession, url: str, meters: Meters, name: str, gate: asyncio.Semaphore
+) -> Conn:
+    """Connect, negotiate msgpack and say hello as a bot."""
+    async with gate:
+        ws = await session.ws_connect(
+            url,
+            protocols=(codec.SUBPROTOCOL_MSGPACK,),
+            compress=0,
+            max_msg_size=codec.MAX_SERVER_FRAME,
+            timeout=aiohttp.ClientWSTimeout(ws_close=5),
+        )
+        conn = Conn(ws, meters)
+        welcome = await conn.request(
+            m.Hello(name=name, version=m.PROTOCOL_VERSION, bot=True), "welcome"
+        )
+        conn.player_id = welcome["player_id"]
+        return conn
+
+
+class Player:
+    """A seat in a race that plays from visible cards only."""
+
+    def __init__(self, conn: Conn, room: Room, player_id: str, rng: random.Random) -> None:
+        self.conn = conn
+        self.room = room
+        self.player_id = player_id
+        self.rng = rng
+        self.board: list[str | None] = []
+        self.waste_top: str | None = None
+        self.stock_left = 0
+        self.cleared = 0
+        self.actions = 0  # accepted moves + undos: what a spectator board shows as moves + undos
+        self.depth = 0  # moves that could still be undone
+        self.undo_run = 0
+        self.seq = 0
+        self.started = asyncio.get_running_loop().create_future()
+        self.result: asyncio.Future[dict[str, Any]] | None = None
+        conn.handlers["race_start"] = self._on_race_start
+        conn.handlers["move_result"] = self._on_result
+
+    def _on_race_start(self, frame: dict[str, Any]) -> None:
+        view = frame["view"]
+        self.board = list(view["board"])
+        self.waste_top = view["waste_top"]
+        self.stock_left = view["stock_left"]
+        self.cleared = 0
+        self.actions = 0
+        self.depth = 0
+        if not self.started.done():
+            self.started.set_result(time.perf_counter())
+
+    def _on_result(self, frame: dict[str, Any]) -> None:
+        if frame["accepted"]:
+            action = frame["action"]
+            if action == "play":
+                self.board[frame["position"]] = None
+                for item in frame["uncovered"]:
+                    self.board[item["position"]] = item["card"]
+                self.depth += 1
+            elif action == "draw":
+                self.depth += 1
+            else:
+                if frame["undone"] == "play":
+                    self.board[frame["position"]] = frame["card"]
+                    for position in frame["hidden"]:
+                        self.board[position] = HIDDEN
+                self.depth -= 1
+            self.waste_top = frame["waste_top"]
+            self.stock_left = frame["stock_left"]
+            self.cleared = frame["cleared"]
+            self.actions += 1
+            self.conn.meters.count("accepted")
+        else:
+            self.conn.meters.count("rejected")
+        if self.result is not None and not self.result.done():
+            self.result.set_result(frame)
+
+    def next_move(self) -> m.MoveRequest:
+        """Greedy on visible cards; undo a short run when stuck or about to win."""
+        self.seq += 1
+        if self.undo_run > 0 and self.depth > 0:
+            self.undo_run -= 1
+            return m.MoveRequest(self.seq, m.MoveAction.UNDO)
+        self.undo_run = 0
+        playable = self._playable()
+        if playable and self.cleared < 27:
+            return m.MoveRequest(self.seq, m.MoveAction.PLAY, self.rng.choice(playable))
+        if not playable and self.stock_left > 0:
+            return m.MoveRequest(self.seq, m.MoveAction.DRAW)
+        self.undo_run = UNDO_RUN - 1
+        return m.MoveRequest(self.seq, m.MoveAction.UNDO)
+
+    def _playable(self) -> list[int]:
+        top = self.waste_top
+        if top is None:
+            return [p for p, card in enumerate(self.board) if card is not None and card != HIDDEN]
+        top_rank = RANK_OF[top]
+        return [
+            p
+            for p, card in enumerate(self.board)
+            if card is not None and card != HIDDEN and is_adjacent(RANK_OF[card], top_rank, True)
+        ]
+
+    async def play(self, interval_s: float, deadline: float) -> None:
+        """Move every ``interval_s`` (0: as soon as the last answer came) until ``deadline``."""
+        meters = self.conn.meters
+        loop = asyncio.get_running_loop()
+        clock = time.perf_counter
+        next_at = loop.time() + self.rng.random() * interval_s
+        while loop.time() < deadline:
+            if interval_s:
+                await asyncio.sleep(max(0.0, next_at - loop.time()))
+                next_at += interval_s
+            move = self.next_move()
+            self.result = loop.create_future()
+            expected = self.actions + 1
+            sent = clock()
+            self.room.sent(self.player_id, expected, sent)
+            during_burst = meters.burst_active and not self.room.in_burst
+            await self.conn.send(move)
+            meters.count("moves_sent")
+            try:
+                await asyncio.wait_for(self.result, 30)
+            except TimeoutError:
+                meters.count("timeouts")
+                return
+            rtt = clock() - sent
+            meters.record("rtt", rtt)
+            if during_burst:
+                meters.record("rtt_during_burst", rtt)
+
+
+class Room:
+    """A room of players with one spectator, and its fan-out bookkeeping."""
+
+    def __init__(self, host: Conn, code: str, meters: Meters) -> None:
+        self.host = host
+        self.code = code
+        self.meters = meters
+        self.players: list[Player] = []
+        self.spectators: list[Conn] = []
+        self.in_burst = False
+        self.pending: dict[str, deque[tuple[int, float]]] = {}
+        self.all_ready = asyncio.Event()
+        self.size = 0
+        host.handlers["room_state"] = self._on_room_state
+
+    def _on_room_state(self, frame: dict[str, Any]) -> None:
+        members = frame["members"]
+        if len(members) == self.size and all(mb["ready"] for mb in members):
+            self.all_ready.set()
+
+    def sent(self, player_id: str, actions_after: int, at: float) -> None:
+        """A move was sent that, if accepted, spectators will see as ``actions_after``."""
+        if self.spectators:
+            self.pending.setdefault(player_id, deque()).append((actions_after, at))
+
+    def on_spectator_board(self, frame: dict[str, Any]) -> None:
+        """Every move this board includes has now reached the (only) spectator."""
+        view = frame["view"]
+        shown = view["moves"] + view["undos"]
+        queue = self.pending.get(frame["player_id"])
+        if not queue:
+            return
+        now = time.perf_counter()
+        while queue and queue[0][0] <= shown:
+            _, at = queue.popleft()
+            self.meters.record("fanout", now - at)
+
+    async def start(self) -> float:
+        """Start the race; the time until every player holds ``race_start``."""
+        for player in self.players:
+            player.started = asyncio.get_running_loop().create_future()
+        sent = time.perf_counter()
+        await self.host.send(m.Start())
+        started: list[float] = await asyncio.wait_for(
+            asyncio.gather(*(p.started for p in self.players)), 120
+        )
+        return max(started) - sent
+
+
+async def make_room(
+    session: aiohttp.ClientSession,
+    url: str,
+    meters: Meters,
+    *,
+    index: int,
+    players: int,
+    spectators: int,
+    gate: asyncio.Semaphore,
+    rng: random.Random,
+) -> Room:
+    """Create a room, seat its players and spectators, and get everyone ready."""
+    host = await open_conn(session, url, meters, f"h{index}", gate)
+    state = await host.request(m.CreateRoom(room_options()), "room_state")
+    room = Room(host, state["code"], meters)
+    room.size = players
+    others = await asyncio.gather(
+        *(open_conn(session, url, meters, f"p{index}.{i}", gate) for i in range(1, players))
+    )
+    conns = [host, *others]
+    for conn in conns[1:]:
+        await conn.request(m.Join(state["code"]), "room_state")
+    for _ in range(spectators):
+        watcher = await open_conn(session, url, meters, f"s{index}", gate)
+        watcher.handlers["spectator_board"] = room.on_spectator_board
+        await watcher.request(m.Join(state["code"], m.Role.SPECTATOR), "room_state")
+        room.spectators.append(watcher)
+    room.players = [Player(c, room, c.player_id, rng) for c in conns]
+    for conn in conns:
+        await conn.send(m.Ready(True))
+    try:
+        await asyncio.wait_for(room.all_ready.wait(), 60)
+    except TimeoutError:
+        raise SetupError(f"room {room.code}: players never all showed as ready") from None
+    return room
+
+
+async def gather_bounded(
+    factories: list[Callable[[], Awaitable[Room]]], limit: int
+) -> list[Room]:
+    """Run the room set-ups, ``limit`` at a time."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(factory: Callable[[], Awaitable[Room]]) -> Room:
+        async with gate:
+            return await factory()
+
+    return list(await asyncio.gather(*(one(f) for f in factories)))

@@ -1,0 +1,109 @@
+"""Starting, pinning, waiting for and stopping the benchmark's processes.
+
+Every process is started in its own session (so its own process group), and
+:func:`stop` signals the whole group: the game server's deal pool goes down
+with it.  Nothing here talks to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+LOOPBACK = "127.0.0.1"
+
+
+def raise_open_file_limit(wanted: int = 65536) -> int:
+    """Lift the soft RLIMIT_NOFILE towards ``wanted`` (thousands of sockets)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def free_port() -> int:
+    """An ephemeral TCP port on loopback that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def pinned(cmd: Sequence[str], core: int | None) -> list[str]:
+    """``cmd`` prefixed with ``taskset -c core`` when taskset exists."""
+    if core is None or shutil.which("taskset") is None or (os.cpu_count() or 1) <= core:
+        return list(cmd)
+    return ["taskset", "-c", str(core), *cmd]
+
+
+def start(
+    cmd: Sequence[str],
+    *,
+    core: int | None,
+    log: Path | None = None,
+    stdin: int | None = None,
+    stdout: int | IO[bytes] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` pinned to ``core`` in a new process group."""
+    log_file = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        return subprocess.Popen(
+            pinned(cmd, core),
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=stdout if stdout is not None else log_file,
+            stderr=log_file,
+            env=env,
+            start_new_session=True,
+        )
+    finally:
+        if log is not None and not isinstance(log_file, int):
+            log_file.close()
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """The command that runs ``python -m module args`` in this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 30.0) -> None:
+    """Poll ``/healthz`` until it answers 200; raise if the process dies or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    url = f"http://{LOOPBACK}:{port}/healthz"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode} during start-up")
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout_s:.0f} s")
+
+
+def stop(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL it if it has not gone within ``grace_s``."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    # The group may outlive its leader (pool workers): make sure nothing is left.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)

@@ -1,0 +1,124 @@
+"""Running a measured window across several generator processes and merging what they saw."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.load_procs import python_module, start, stop
+from bench.load_stats import CpuWindow, Histogram
+
+GENERATOR_CORE = 1
+#: Above this share of its core the generator, not the server, may be the limit.
+GENERATOR_SATURATED_PCT = 90.0
+
+
+@dataclass
+class WindowResult:
+    """What every generator of one window saw, merged, plus the server's CPU and RSS."""
+
+    hists: dict[str, Histogram] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    generator_cpu_pct: float = 0.0
+    server: dict[str, float] = field(default_factory=dict)
+    ready: list[dict[str, Any]] = field(default_factory=list)
+
+    def rate(self, name: str) -> float:
+        """Counter ``name`` per second of the window."""
+        return round(self.counts.get(name, 0) / self.wall_s, 1) if self.wall_s else 0.0
+
+    @property
+    def generator_saturated(self) -> bool:
+        """True when the generator core was too busy to trust the figures fully."""
+        return self.generator_cpu_pct > GENERATOR_SATURATED_PCT
+
+
+class _Worker:
+    """One generator process and a thread that reads its stdout lines."""
+
+    def __init__(self, job: dict[str, Any], log: Path, pool: concurrent.futures.Executor) -> None:
+        self.proc = start(
+            python_module("bench.load_worker", json.dumps(job)),
+            core=GENERATOR_CORE,
+            log=log,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.pool = pool
+
+    def read_event(self, expected: str, timeout_s: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        future = self.pool.submit(self.proc.stdout.readline)
+        try:
+            line = future.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            raise RuntimeError(f"generator gave no {expected!r} within {timeout_s:.0f} s") from None
+        if not line:
+            raise RuntimeError(f"generator exited ({self.proc.wait()}) before {expected!r}")
+        event: dict[str, Any] = json.loads(line)
+        if event.get("event") != expected:
+            raise RuntimeError(f"generator sent {event.get('event')!r}, expected {expected!r}")
+        return event
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"go\n")
+        self.proc.stdin.flush()
+
+
+def run_window(
+    jobs: list[dict[str, Any]],
+    *,
+    server_pid: int,
+    log: Path,
+    setup_timeout_s: float = 120.0,
+    before_go: Callable[[], None] | None = None,
+) -> WindowResult:
+    """Start one generator per job, wait until all are ready, measure one window, merge."""
+    result = WindowResult()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        workers: list[_Worker] = []
+        try:
+            workers = [_Worker(job, log, pool) for job in jobs]
+            result.ready = [w.read_event("ready", setup_timeout_s) for w in workers]
+            if before_go is not None:
+                before_go()
+            window = CpuWindow(server_pid)
+            for worker in workers:
+                worker.go()
+            duration = max(float(job["duration_s"]) for job in jobs)
+            events = [w.read_event("result", duration + setup_timeout_s) for w in workers]
+            result.server = window.finish()
+        finally:
+            for worker in workers:
+                stop(worker.proc, grace_s=5.0)
+    for event in events:
+        for name, data in event.get("hists", {}).items():
+            result.hists.setdefault(name, Histogram()).merge(Histogram.from_json(data))
+        for name, value in event.get("counts", {}).items():
+            result.counts[name] = result.counts.get(name, 0) + int(value)
+        for name, value in event.get("extra", {}).items():
+            result.extra.setdefault(name, []).append(value)
+        result.wall_s = max(result.wall_s, float(event["wall_s"]))
+        result.generator_cpu_pct += float(event["generator_cpu_pct"])
+    result.generator_cpu_pct = round(result.generator_cpu_pct, 1)
+    return result
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal non-negative shares."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def wait_settled(seconds: float) -> None:
+    """A pause that lets the server finish work queued by the previous phase."""
+    time.sleep(seconds)

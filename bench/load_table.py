@@ -1,0 +1,111 @@
+"""The load benchmark's stdout table, built from the figures dict that goes to JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TARGET_RATIO = 0.6
+TARGET_PLAYERS = 2000
+TARGET_IDLE_KIB = 20.0
+
+
+def _ms(summary: dict[str, Any] | None, key: str) -> str:
+    if not summary or summary.get(key) is None:
+        return "-"
+    return f"{summary[key]:.1f}"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "-" if ok is None else ("MET" if ok else "MISSED")
+
+
+def _race_rows(name: str, fig: dict[str, Any]) -> list[str]:
+    rtt = fig.get("rtt")
+    gen = f"{fig.get('generator_cpu_pct', 0):.0f}%"
+    if fig.get("generator_saturated"):
+        gen += " SATURATED"
+    rows = [
+        f"{name:<13}{fig['players']:>7} players {fig['spectators']:>5} spectators"
+        f"  window {fig.get('window_s', 0):.0f} s, set-up {fig.get('setup_s', 0):.0f} s",
+        f"{'':13}move RTT ms p50 {_ms(rtt, 'p50_ms')}  p99 {_ms(rtt, 'p99_ms')}"
+        f"  p99.9 {_ms(rtt, 'p99_9_ms')}  ({rtt['count'] if rtt else 0} moves)",
+        f"{'':13}accepted moves/s {fig['accepted_moves_per_s']:.0f}"
+        f"  server frames/s {fig['server_frames_per_s']:.0f}"
+        f"  rejected {fig.get('rejected_moves', 0)}  timeouts {fig.get('timeouts', 0)}",
+        f"{'':13}server CPU {fig.get('server_cpu_pct')}% (+deal pool"
+        f" {fig.get('server_children_cpu_pct')}%)  RSS {fig.get('server_rss_mib')} MiB"
+        f"  generator CPU {gen}",
+        f"{'':13}core 0 taken by other processes on this shared machine:"
+        f" {fig.get('server_core_busy_by_others_pct')}%",
+    ]
+    if fig.get("fanout"):
+        rows.append(
+            f"{'':13}spectator fan-out ms p50 {_ms(fig['fanout'], 'p50_ms')}"
+            f"  p99 {_ms(fig['fanout'], 'p99_ms')}"
+        )
+    if fig.get("room_start"):
+        rows.append(
+            f"{'':13}room start (dealing included) ms p50 {_ms(fig['room_start'], 'p50_ms')}"
+            f"  p99 {_ms(fig['room_start'], 'p99_ms')}  ({fig.get('room_starts', 0)} starts,"
+            f" {fig.get('start_failures', 0)} failed)"
+        )
+    return rows
+
+
+def print_table(figures: dict[str, Any]) -> None:
+    """Print every run's figures and the four targets."""
+    lines = ["", "TriPeaks Race load benchmark", "=" * 78]
+    mach = figures.get("machine", {})
+    lines.append(
+        f"machine: {mach.get('nproc')} cores, {mach.get('cpu_model')}, Python"
+        f" {mach.get('python')}, {mach.get('loop')}; shared machine, load average at start"
+        f" {mach.get('load_average_at_start')}"
+    )
+    echo = figures.get("echo")
+    if echo:
+        gen = " (generator SATURATED)" if echo.get("generator_saturated") else ""
+        lines.append(
+            f"{'echo':<13}{echo['connections']:>7} connections, {echo['frame_bytes']} B frames:"
+            f" {echo['round_trips_per_s']:.0f} round trips/s, RTT p99"
+            f" {_ms(echo.get('rtt'), 'p99_ms')} ms, server CPU {echo.get('server_cpu_pct')}%,"
+            f" generator CPU {echo.get('generator_cpu_pct')}%{gen}"
+        )
+    idle = figures.get("idle")
+    if idle:
+        lines.append(
+            f"{'idle':<13}{idle['players']:>7} players: RSS {idle['rss_before_mib']} ->"
+            f" {idle['rss_after_mib']} MiB = {idle['kib_per_player']} KiB per player"
+        )
+    for name in ("human", "saturation", "interference"):
+        if name in figures and "players" in figures[name]:
+            lines += _race_rows(name, figures[name])
+    inter = figures.get("interference", {})
+    if inter.get("rtt_during_burst"):
+        lines.append(
+            f"{'':13}during the burst of {inter['burst_rooms']} starts: move RTT p99"
+            f" {_ms(inter['rtt_during_burst'], 'p99_ms')} ms"
+        )
+    cap = figures.get("capacity")
+    if cap:
+        for step in cap["steps"]:
+            lines.append(
+                f"{'capacity':<13}{step['players']:>7} players at 2 moves/s: p99"
+                f" {step['p99_ms']} ms -> {'ok' if step['ok'] else 'over'}"
+                f" (server CPU {step['server_cpu_pct']}%, generator {step['generator_cpu_pct']}%)"
+            )
+    lines += ["-" * 78, "targets"]
+    ratio = figures.get("ratio_game_to_echo")
+    lines.append(f"  game moves/s / echo round trips/s = {ratio} (>= {TARGET_RATIO}):"
+                 f" {_verdict(None if ratio is None else ratio >= TARGET_RATIO)}")
+    if cap:
+        best = cap["largest_ok_players"]
+        lines.append(f"  players at human pace with p99 < 50 ms: {best} (>= {TARGET_PLAYERS}):"
+                     f" {_verdict(best >= TARGET_PLAYERS)}")
+    if idle:
+        kib = idle["kib_per_player"]
+        lines.append(f"  KiB per idle player: {kib} (<= {TARGET_IDLE_KIB}):"
+                     f" {_verdict(kib <= TARGET_IDLE_KIB)}")
+    if inter:
+        lines.append(f"  p99 move RTT during a burst of starts < 100 ms:"
+                     f" {_verdict(inter.get('within_bound'))}")
+    print("\n".join(lines))

@@ -1,0 +1,101 @@
+"""Smoke test of the load benchmark harness: it runs end to end at a tiny scale.
+
+This checks that every figure is produced and that every process the
+harness starts is gone afterwards; it asserts nothing about performance
+(performance is measured only by ``make bench-load``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.load_stats import Histogram
+
+ROOT = Path(__file__).resolve().parent.parent
+
+RACE_FIGURES = (
+    "rtt", "accepted_moves_per_s", "server_frames_per_s", "server_cpu_pct", "server_rss_mib",
+    "generator_cpu_pct", "generator_saturated", "fanout",
+)
+
+
+def _bench_processes() -> set[int]:
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "bench.load_worker" in cmdline or "bench.echo_server" in cmdline:
+            found.add(proc.pid)
+    return found
+
+
+@pytest.fixture(scope="module")
+def quick_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("bench") / "load.json"
+    before = _bench_processes()
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.load", "--quick", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "targets" in done.stdout
+    figures: dict[str, object] = json.loads(out.read_text())
+    figures["_leftover"] = sorted(_bench_processes() - before)
+    return figures
+
+
+def test_quick_run_reports_every_figure_the_issue_lists(quick_figures: dict) -> None:
+    for run in ("human", "saturation", "interference"):
+        for key in RACE_FIGURES:
+            assert key in quick_figures[run], (run, key)
+        assert quick_figures[run]["rtt"]["count"] > 0
+        assert quick_figures[run]["rtt"]["p99_9_ms"] is not None
+        assert quick_figures[run]["accepted_moves_per_s"] > 0
+    assert quick_figures["human"]["room_start"]["p99_ms"] is not None
+    assert quick_figures["interference"]["room_start"]["count"] == quick_figures["scale"]["burst"]
+    assert quick_figures["interference"]["rtt_during_burst"]["count"] > 0
+    assert quick_figures["echo"]["round_trips_per_s"] > 0
+    assert quick_figures["idle"]["kib_per_player"] is not None
+    assert isinstance(quick_figures["ratio_game_to_echo"], float)
+    assert quick_figures["capacity"]["steps"]
+    assert quick_figures["machine"]["nproc"] >= 1
+
+
+def test_quick_run_moves_are_all_legal_and_answered(quick_figures: dict) -> None:
+    for run in ("human", "saturation", "interference"):
+        assert quick_figures[run]["rejected_moves"] == 0
+        assert quick_figures[run]["timeouts"] == 0
+
+
+def test_quick_run_leaves_no_generator_or_echo_process_behind(quick_figures: dict) -> None:
+    assert quick_figures["_leftover"] == []
+
+
+def test_histogram_percentiles_use_nearest_rank_within_one_percent() -> None:
+    hist = Histogram()
+    for micros in range(1, 10_001):
+        hist.record(micros / 1_000_000)
+    assert hist.percentile_ms(50) == pytest.approx(5.0, rel=0.01)
+    assert hist.percentile_ms(99) == pytest.approx(9.9, rel=0.01)
+    assert hist.percentile_ms(99.9) == pytest.approx(9.99, rel=0.01)
+
+
+def test_histograms_merge_by_adding_counts() -> None:
+    low, high = Histogram(), Histogram()
+    for _ in range(99):
+        low.record(0.001)
+    high.record(0.5)
+    merged = Histogram.from_json(low.to_json())
+    merged.merge(Histogram.from_json(high.to_json()))
+    assert merged.total == 100
+    assert merged.percentile_ms(99) == pytest.approx(1.0, rel=0.01)
+    assert merged.percentile_ms(100) == pytest.approx(500.0, rel=0.01)
+
+
+def test_empty_histogram_has_no_percentiles() -> None:
+    assert Histogram().summary()["p99_ms"] is None
