@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from protocol import codec
 from protocol import messages as m
 from protocol.errors import ProtocolError
+from protocol.game import DRAW, Game, Rules
 from protocol.schema import (
     BoolNode,
     ChoiceNode,
@@ -32,6 +33,7 @@ from protocol.schema import (
     UnionNode,
     compile_struct,
 )
+from protocol.shuffle import candidate_deal
 
 ALL_MESSAGES: tuple[type[Any], ...] = (
     *m.CLIENT_MESSAGES.values(),
@@ -191,3 +193,38 @@ def test_every_message_class_has_a_unique_tag_in_one_direction() -> None:
     assert len(client) + len(server) == len(ALL_MESSAGES)
     assert all(tag == cls.TAG for tag, cls in m.CLIENT_MESSAGES.items())
     assert all(tag == cls.TAG for tag, cls in m.SERVER_MESSAGES.items())
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.text(min_size=1, max_size=12).filter(str.isprintable), st.booleans(), st.booleans(),
+       st.integers(0, 40))
+def test_engine_views_and_deals_convert_to_the_wire_and_back(
+    seed: str, wrap: bool, empty_waste: bool, steps: int
+) -> None:
+    rules = Rules(wrap, empty_waste)
+    deal = candidate_deal(seed, 0, rules)
+    game = Game(deal)
+    for _ in range(steps):
+        moves = game.legal_moves()
+        if not moves:
+            break
+        game.push(moves[0])
+    view = game.view()
+    wire_view = m.BoardView.from_view(view)
+    assert wire_view.to_view() == view and wire_view.cleared == view.cleared
+    board = m.SpectatorBoard("p1", wire_view, 0)
+    assert codec.decode_server(codec.encode_msgpack(board), "msgpack") == board
+    codes = m.DealCodes.from_deal(deal)
+    assert codes.to_deal(rules) == deal
+
+
+def test_a_move_request_names_its_engine_move() -> None:
+    assert m.MoveRequest(1, m.MoveAction.PLAY, 5).move == 5
+    assert m.MoveRequest(2, m.MoveAction.DRAW).move == DRAW
+    assert m.MoveRequest(3, m.MoveAction.UNDO).move is None
+
+
+def test_room_options_name_their_rules_and_practice_flag() -> None:
+    options = m.RoomOptions(wrap=False, empty_waste=True, practice_seed="42")
+    assert options.rules == Rules(wrap=False, empty_waste=True)
+    assert options.practice and not m.RoomOptions().practice
