@@ -30,8 +30,8 @@ class Difficulty(str, enum.Enum):  # noqa: UP042 (the agreed interface is str + 
 #: Inclusive par range of each difficulty; ``None`` leaves a side open.
 PAR_RANGES: Final[dict[Difficulty, tuple[int | None, int | None]]] = {
     Difficulty.ANY: (None, None),
-    Difficulty.EASY: (None, 12),
-    Difficulty.MEDIUM: (13, 15),
+    Difficulty.EASY: (None, 11),
+    Difficulty.MEDIUM: (12, 15),
     Difficulty.HARD: (16, None),
 }
 
