@@ -113,5 +113,6 @@ async def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot as ``artifacts/screenshots/NAME.png``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
+    # Finished animations only: a card caught mid-flip looks broken in a still.
+    await page.screenshot(path=str(path), full_page=True, animations="disabled")
     return path

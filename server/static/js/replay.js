@@ -3,7 +3,7 @@
 // have happened, and each board shows that player's view at that point.
 
 import { cardShort } from "./cards.js";
-import { checkCommitment } from "./commitment.js";
+import { checkCommitment, checkDeal } from "./commitment.js";
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { Game, ReplayError } from "./engine.js";
 import { PlayerPanel } from "./panel.js";
@@ -191,7 +191,10 @@ async function main() {
     const why = error instanceof ReplayError ? error.message : String(error);
     showMessage(message, `This race's move log does not replay: ${why}.`, "error");
   }
-  checkCommitment($("commit-check"), race.seed, race, race.commitment);
+  const rules = { wrap: race.wrap, empty_waste: race.empty_waste };
+  checkCommitment($("commit-check"), race.seed, rules, race.commitment);
+  checkDeal($("deal-check"), race.seed, race.candidate, rules,
+    { peaks: race.peaks, waste: race.waste, stock: race.stock });
 }
 
 main();

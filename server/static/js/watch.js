@@ -40,9 +40,10 @@ class RaceClock {
     this.running = running;
     this.render();
   }
-  /** A server reading; the clock never runs backwards on a late frame. */
+  /** A server reading: jump forward at once, back only for a real disagreement. */
   anchor(elapsedMs) {
-    if (elapsedMs >= this.now()) this.set(elapsedMs, this.running);
+    const drift = elapsedMs - this.now();
+    if (drift > 0 || drift < -250) this.set(elapsedMs, true);
   }
   now() {
     return this.base + (this.running ? performance.now() - this.baseAt : 0);
@@ -82,7 +83,7 @@ class Watcher {
     const handler = {
       room_state: () => this.roomState(message),
       countdown: () => this.countdown(message),
-      race_start: () => this.raceStart(message.race_id),
+      race_start: () => this.raceStart(message),
       resync: () => this.resync(message),
       progress: () => this.progress(message),
       spectator_board: () => this.spectatorBoard(message),
@@ -102,15 +103,19 @@ class Watcher {
     $("room-title").textContent = name;
     document.title = `${name} (${state.code}) · TriPeaks Race`;
     $("spectators").textContent = String(state.spectators);
-    const delay = state.options?.spectator_delay_s ?? 0;
-    $("delay-note").hidden = !delay;
-    $("delay").textContent = `${delay} s`;
-    if (state.race_id && state.race_id !== this.raceId && state.phase !== "lobby") {
-      this.raceStart(state.race_id);
+    this.delayS = state.options?.spectator_delay_s ?? 0;
+    $("delay-note").hidden = !this.delayS;
+    $("delay").textContent = `${this.delayS} s`;
+    // Room states come at once, the race frames after the spectator delay: with
+    // a delay, the race frames alone move the page into the next race.
+    if (!this.delayS || state.phase === "lobby") {
+      if (state.race_id && state.race_id !== this.raceId && state.phase !== "lobby") {
+        this.raceStart({ race_id: state.race_id }, false);
+      }
+      if (state.phase !== "racing" || this.phase !== "finished") this.setPhase(state.phase);
     }
-    this.setPhase(state.phase);
     const ids = new Set(state.members.map((member) => member.player_id));
-    if (state.phase === "lobby" || state.phase === "countdown") {
+    if (state.phase === "lobby") {
       for (const id of [...this.panels.keys()]) if (!ids.has(id)) this.panels.delete(id);
     }
     for (const member of state.members) this.panelFor(member.player_id, member.name);
@@ -164,27 +169,39 @@ class Watcher {
     $("countdown").hidden = true;
   }
 
-  /** A new race: forget the last one's results and boards. */
-  raceStart(raceId) {
-    if (raceId === this.raceId) return;
-    this.raceId = raceId;
-    this.over = null;
+  /**
+   * A new race: forget the last one's results and boards. The race_start
+   * frame carries the opening view, which every player starts from.
+   */
+  raceStart(message, fromFeed = true) {
+    if (message.race_id !== this.raceId) {
+      this.raceId = message.race_id;
+      this.over = null;
+      setChildren($("finish-order"), []);
+      $("no-finish").hidden = false;
+      $("no-finish").textContent = "Nobody has finished yet.";
+      $("results").hidden = true;
+      $("solution").hidden = true;
+      this.stopSolution();
+      const members = [...this.panels.values()];
+      this.panels.clear();
+      for (const old of members) this.panelFor(old.playerId, old.name).setStatus("racing");
+      this.layoutPanels();
+      this.clock.set(0, false);
+    }
     this.hideCountdown();
-    setChildren($("finish-order"), []);
-    $("no-finish").hidden = false;
-    $("results").hidden = true;
-    $("solution").hidden = true;
-    this.stopSolution();
-    const members = [...this.panels.values()];
-    this.panels.clear();
-    for (const old of members) this.panelFor(old.playerId, old.name).setStatus("racing");
-    this.layoutPanels();
     this.setPhase("racing");
-    this.clock.set(0, true);
+    if (!fromFeed) return;
+    if (!this.clock.running) this.clock.set(0, true);
+    if (message.view) {
+      for (const panel of this.panels.values()) {
+        if (!panel.seenBoard) panel.setBoard(message.view);
+      }
+    }
   }
 
   resync(message) {
-    if (message.race_id && message.phase !== "lobby") this.raceStart(message.race_id);
+    if (message.race_id && message.phase !== "lobby") this.raceStart(message, false);
     if (message.phase) this.setPhase(message.phase);
     if (message.phase === "racing") this.clock.set(message.elapsed_ms, true);
   }
@@ -208,6 +225,7 @@ class Watcher {
   spectatorBoard(message) {
     const panel = this.panelFor(message.player_id);
     if (!panel.root.isConnected) this.layoutPanels();
+    panel.seenBoard = true;
     panel.setBoard(message.view);
     panel.setProgress({
       cleared: message.view.board.filter((entry) => entry === null).length,
@@ -243,9 +261,13 @@ class Watcher {
         el("th", { scope: "row" }, [s.name, s.bot ? el("span", { class: "muted" }, " (bot)") : null]),
         el("td", {}, s.status === "finished" ? formatMs(s.time_ms) : s.status.replace("_", " ")),
         el("td", {}, String(s.cleared)),
+        el("td", { class: "optional" }, String(s.moves)),
       ]);
     });
     setChildren($("standings").tBodies[0], rows);
+    if (!message.standings.some((s) => s.status === "finished")) {
+      $("no-finish").textContent = "Nobody finished this race.";
+    }
     $("par").textContent = message.par === null ? "unknown" : `${message.par} draws`;
     $("seed").textContent = message.seed;
     $("commitment").textContent = message.commitment;
@@ -267,7 +289,8 @@ class Watcher {
         [ALREADY_RACING]: `You are racing in room ${this.code}, so you cannot watch it.`,
       }[message.code];
       showMessage($("message"), text, "error");
-      $("room-phase").textContent = "unavailable";
+      $("room-title").textContent = message.code === ROOM_NOT_FOUND ? "No such room" : "Cannot watch";
+      document.body.classList.add("unavailable");
       $("watch").hidden = true;
       return;
     }
