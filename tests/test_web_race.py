@@ -22,6 +22,7 @@ from playwright.async_api import Browser, Page
 
 from client_cli.bot import BotSettings, RaceResults, run_bots
 from protocol import messages as m
+from protocol.errors import CloseCode
 from protocol.game import HIDDEN, Deal, Game, Rules
 from tests import webutil
 from tests.serverutil import RunningServer, start_server
@@ -79,6 +80,8 @@ class WatchedRace:
     race: dict[str, Any]
     #: (phase badge text, cleared per player) sampled while the race ran.
     samples: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    #: Countdown numbers the page showed before the start.
+    countdown: set[str] = field(default_factory=set)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -142,13 +145,15 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
         phase = await desktop.inner_text("#room-phase")
         cleared = await _cleared(desktop)
         watched.samples.append((phase, cleared))
+        if await desktop.locator("#countdown").is_visible():
+            watched.countdown.add(await desktop.inner_text("#countdown"))
         if not shot_taken and phase == "racing" and sum(cleared) >= 3 * PLAYERS:
             await webutil.screenshot(desktop, "watch-racing-desktop")
             await webutil.screenshot(phone, "watch-racing-phone")
             shot_taken = True
         if await desktop.locator("#results").is_visible():
             break
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.1)
     watched.bots = await asyncio.wait_for(bots_task, 120)
     assert watched.bots.ok, watched.bots.errors
     assert watched.bots.race_over is not None
@@ -189,6 +194,17 @@ async def test_every_players_board_appears_with_cards_and_backs(watched: Watched
     opening = [entry["board"] for entry in first["boards"].values()]
     assert all(len(board) == 28 for board in opening)
     assert all(board[:18] == ["face-down card"] * 18 for board in opening)
+
+
+async def test_the_countdown_counts_down_before_the_start(watched: WatchedRace) -> None:
+    assert watched.countdown, "no countdown was seen"
+    assert watched.countdown <= {"1", "2", "3", "4"}
+    assert len(watched.countdown) >= 2
+
+
+async def test_the_spectator_count_includes_every_watching_page(watched: WatchedRace) -> None:
+    assert await watched.desktop.inner_text("#spectators") == "2"
+    assert await watched.phone.inner_text("#spectators") == "2"
 
 
 async def test_progress_bars_move_while_the_race_is_running(watched: WatchedRace) -> None:
@@ -432,6 +448,49 @@ async def test_a_room_without_spectators_says_so(watched: WatchedRace) -> None:
         )
         assert f"Room {code} does not allow spectators" in await message.inner_text()
         assert await page.locator("#watch").is_hidden()
+    finally:
+        await host.close()
+
+
+async def test_a_spectator_delay_is_shown_on_the_page(watched: WatchedRace) -> None:
+    host, code = await _host_room(watched.server, name="Delayed", spectator_delay_s=2)
+    try:
+        page = await webutil.new_page(watched.browser, webutil.DESKTOP)
+        await page.goto(f"{watched.server.url}/watch/{code}")
+        await page.locator("#delay-note").wait_for(state="visible")
+        assert await page.inner_text("#delay") == "2 s"
+        assert await page.inner_text("#room-phase") == "lobby"
+    finally:
+        await host.close()
+
+
+async def test_a_dropped_connection_is_retried_and_the_room_joined_again(
+    watched: WatchedRace,
+) -> None:
+    host, code = await _host_room(watched.server, name="Flaky network")
+    try:
+        page = await webutil.new_page(watched.browser, webutil.DESKTOP)
+        await page.goto(f"{watched.server.url}/watch/{code}")
+        await page.locator(".player-panel").first.wait_for(state="visible")
+        hub = watched.server.hub
+        watchers = [
+            conn
+            for conn in hub.connections
+            if conn.session is not None
+            and conn.session.room == code
+            and conn.session.identity.name == "web spectator"
+        ]
+        assert len(watchers) == 1
+        await watchers[0].close(CloseCode.IDLE_TIMEOUT)
+        message = page.locator("#message")
+        await page.wait_for_function(
+            "() => document.getElementById('message').textContent.includes('Trying again')"
+        )
+        assert "idle for too long" in await message.inner_text()
+        await message.wait_for(state="hidden", timeout=10_000)  # joined again
+        assert await page.inner_text("#room-phase") == "lobby"
+        assert await page.inner_text("#room-title") == "Flaky network"
+        assert webutil.script_errors(page) == []
     finally:
         await host.close()
 
