@@ -507,6 +507,10 @@ async def test_the_front_page_lists_public_rooms_live_and_opens_a_code(
         await row.wait_for(state="visible", timeout=10_000)  # picked up by the polling
         cells = await row.locator("td").all_inner_texts()
         assert cells[:5] == [code, "Late arrivals", "1 / 8", "0", "lobby"]
+        race_id = watched.race["race_id"]
+        recent = page.locator(f"#races li[data-race='{race_id}'] a")
+        assert await recent.inner_text() == "Browser test race"
+        assert await recent.get_attribute("href") == f"/races/{race_id}"
         await webutil.screenshot(page, "lobby-desktop")
         await page.set_viewport_size(webutil.PHONE)
         await webutil.screenshot(page, "lobby-phone")

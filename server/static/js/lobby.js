@@ -1,10 +1,11 @@
 // The front page: public rooms from GET /api/rooms, polled every two seconds,
 // and a box that opens /watch/CODE.
 
-import { el, setChildren, showMessage } from "./dom.js";
+import { el, formatMs, setChildren, showMessage } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 2000;
+const RACES_EVERY = 5; // refresh the recent races on every fifth room poll
 const PHASE_TEXT = { lobby: "lobby", countdown: "countdown", racing: "racing", finished: "race over" };
 const CODE_PATTERN = /^[A-Za-z0-9]{1,16}$/;
 
@@ -59,6 +60,35 @@ async function refresh() {
   }
 }
 
+function raceItem(race) {
+  const winner = race.players.find((p) => p.rank === 1);
+  const started = new Date(race.started_at_ms).toLocaleString();
+  let summary = "";
+  if (winner && winner.status === "finished") {
+    summary = `won by ${winner.name} in ${formatMs(winner.finish_ms)}`;
+  } else if (winner) {
+    summary = `nobody finished; ${winner.name} came first`;
+  }
+  return el("li", { "data-race": race.race_id }, [
+    el("a", { href: `/races/${encodeURIComponent(race.race_id)}` },
+      `${race.room_name}${race.practice ? " (practice)" : ""}`),
+    el("span", { class: "muted" },
+      ` · ${started} · ${race.players.length} players${summary ? ` · ${summary}` : ""}`),
+  ]);
+}
+
+async function refreshRaces() {
+  try {
+    const response = await fetch("/api/races?limit=10", { cache: "no-store" });
+    if (!response.ok) return;
+    const races = (await response.json()).races ?? [];
+    setChildren($("races"), races.map(raceItem));
+    $("no-races").hidden = races.length > 0;
+  } catch {
+    // The rooms line already reports a server that cannot be reached.
+  }
+}
+
 $("code-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const code = $("room-code").value.trim().toUpperCase();
@@ -71,5 +101,11 @@ $("code-form").addEventListener("submit", (event) => {
   location.assign(`/watch/${encodeURIComponent(code)}`);
 });
 
+let polls = 0;
 refresh();
-setInterval(refresh, POLL_MS);
+refreshRaces();
+setInterval(() => {
+  refresh();
+  polls += 1;
+  if (polls % RACES_EVERY === 0) refreshRaces();
+}, POLL_MS);
