@@ -495,6 +495,47 @@ async def test_a_dropped_connection_is_retried_and_the_room_joined_again(
         await host.close()
 
 
+async def test_a_rematch_clears_the_last_results_and_follows_the_new_race(
+    watched: WatchedRace,
+) -> None:
+    from tests.serverutil import open_room
+
+    clients, state = await open_room(
+        watched.server.ws_url, ["Ann", "Ben"], encoding="json", name="Two rounds", countdown_s=1
+    )
+    try:
+        page = await webutil.new_page(watched.browser, webutil.DESKTOP)
+        await page.goto(f"{watched.server.url}/watch/{state.code}")
+        await page.locator(".player-panel").nth(1).wait_for(state="visible")
+        race_ids = []
+        for _ in range(2):
+            if race_ids:
+                for client in clients:
+                    await client.send(m.Rematch())
+            else:
+                await clients[0].send(m.Start())
+            start = await clients[0].expect(m.RaceStart, timeout=30)
+            await clients[1].expect(m.RaceStart, timeout=30)
+            await page.locator("#results").wait_for(state="hidden")
+            for client in clients:
+                await client.send(m.Resign())
+            over = await clients[0].expect(m.RaceOver, timeout=30)
+            assert over.race_id == start.race_id
+            race_ids.append(over.race_id)
+            link = page.locator(f"#race-link[href='/races/{over.race_id}']")
+            await link.wait_for(state="visible", timeout=10_000)
+            statuses = await page.locator(".player-status").all_inner_texts()
+            assert statuses == ["resigned", "resigned"]
+            assert await page.inner_text("#no-finish") == "Nobody finished this race."
+            for client in clients:
+                client.drop_unread()
+        assert race_ids[0] != race_ids[1]
+        assert webutil.script_errors(page) == []
+    finally:
+        for client in clients:
+            await client.close()
+
+
 # ---- the front page ------------------------------------------------------------------
 async def test_the_front_page_lists_public_rooms_live_and_opens_a_code(
     watched: WatchedRace,
