@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 #: Modules that contribute subcommands, imported in this order.
-COMMAND_MODULES = ("client_cli.deal_commands",)
+COMMAND_MODULES = ("client_cli.deal_commands", "client_cli.commands")
 
 
 def build_parser() -> argparse.ArgumentParser:

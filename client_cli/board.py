@@ -216,13 +216,18 @@ class Knowledge:
         return UNSURE if not self.history_complete else Reason.NOTHING_TO_UNDO
 
     # ---- applying moves ------------------------------------------------
-    def apply(self, action: Action) -> bool:
+    def apply(self, action: Action, *, assume: bool = False) -> bool:
         """Apply ``action`` locally if the known cards allow it; return whether it was applied.
 
         A draw is applied even when the drawn card is unknown (the waste top is
-        then :data:`UNKNOWN`); a play or an undo the known cards cannot decide is not.
+        then :data:`UNKNOWN`).  A play the known cards cannot decide is applied
+        only with ``assume`` (the optimistic screen assumes the server agrees);
+        an undo of a move from before a resync never is.
         """
-        if self.check(action) is not None:
+        verdict = self.check(action)
+        if verdict == UNSURE and assume and action != UNDO:
+            verdict = None
+        if verdict is not None:
             return False
         if action == UNDO:
             self._undo()
@@ -352,6 +357,7 @@ class Board:
         self.pending: list[Pending] = []
         self.next_seq = next_seq
         self._shown: Knowledge | None = None
+        self._incomplete = False
 
     @property
     def shown(self) -> Knowledge:
@@ -360,15 +366,26 @@ class Board:
             return self.confirmed
         if self._shown is None:
             shown = self.confirmed.copy()
+            self._incomplete = False
             for item in self.pending:
-                if not shown.apply(item.action):
-                    break  # later moves depend on a card only the server knows
+                if not shown.apply(item.action, assume=True):
+                    # The server will judge this one; what follows cannot be shown yet.
+                    self._incomplete = True
+                    break
             self._shown = shown
         return self._shown
 
     def check(self, action: Action) -> Verdict:
-        """Judge ``action`` against what the screen shows."""
-        return self.shown.check(action)
+        """Judge ``action`` against what the screen shows.
+
+        While a move in flight could not be shown, only refusals that no
+        earlier move can change are sure; anything else is left to the server.
+        """
+        verdict = self.shown.check(action)
+        unsure = self.pending and self._incomplete and isinstance(verdict, Reason)
+        if unsure and verdict not in (Reason.NO_SUCH_POSITION, Reason.UNDO_NOT_ALLOWED):
+            return UNSURE
+        return verdict
 
     def propose(self, action: Action) -> int:
         """Record ``action`` as sent and return its sequence number.

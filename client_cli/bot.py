@@ -59,6 +59,8 @@ class BotSettings:
     step_timeout_s: float = STEP_TIMEOUT_S
     #: Called with (bot name, event, detail) as the run progresses (the CLI prints them).
     on_event: Callable[[str, str, str], None] | None = None
+    #: Called with (bot name, "sent" or "received", frame) for every frame (tests audit them).
+    on_frame: Callable[[str, str, bytes], None] | None = None
 
 
 @dataclass(slots=True)
@@ -144,8 +146,13 @@ class Bot:
             self.settings.on_event(self.result.name, event, detail)
 
     async def _send(self, message: m.ClientMessage) -> None:
+        await self._send_frame(codec.encode_msgpack(message))
+
+    async def _send_frame(self, frame: bytes) -> None:
         assert self.ws is not None
-        await self.ws.send(codec.encode_msgpack(message))
+        if self.settings.on_frame is not None:
+            self.settings.on_frame(self.result.name, "sent", frame)
+        await self.ws.send(frame)
 
     async def _recv(self, timeout: float) -> tuple[str, Any]:
         """The next frame as ``(tag, raw map)`` for hot tags or ``(tag, message)`` otherwise."""
@@ -154,6 +161,8 @@ class Bot:
             frame = await self.ws.recv()
         if not isinstance(frame, bytes):
             raise BotFailed("the server sent a text frame on the msgpack subprotocol")
+        if self.settings.on_frame is not None:
+            self.settings.on_frame(self.result.name, "received", frame)
         try:
             wire = msgpack.unpackb(frame)
             tag = wire["t"]
@@ -325,7 +334,7 @@ class Bot:
             wire = {"t": "move", "seq": seq, "action": "play", "position": action}
         self.waiting = True
         self.sent_at = time.monotonic()
-        await self.ws.send(_pack(wire))
+        await self._send_frame(_pack(wire))
 
     async def _on_result(self, wire: dict[str, Any]) -> None:
         board = self.board

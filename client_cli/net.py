@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any, Final
@@ -110,8 +111,12 @@ def fetch_json(server: str, path: str, timeout: float = 5.0) -> Any:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return json.loads(response.read().decode("utf-8"))
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
+        raise ClientError(f"cannot reach {url}: {detail}") from None
     except OSError as exc:
-        raise ClientError(f"cannot reach {url}: {exc}") from None
+        raise ClientError(f"cannot reach {url}: {exc.strerror or exc}") from None
     except ValueError:
         raise ClientError(f"{url} did not answer with JSON") from None
 

@@ -226,3 +226,21 @@ def test_resync_keeps_later_pending_moves_and_cards_already_seen() -> None:
 def test_a_board_of_the_wrong_size_is_refused() -> None:
     with pytest.raises(ValueError, match="28 positions"):
         Knowledge.from_view(Rules(), ["??"] * 27, None, 24)
+
+
+def test_a_whole_winning_line_typed_ahead_of_the_server_is_never_refused_locally() -> None:
+    from protocol.dealer import deal_for_seed
+
+    dealt = deal_for_seed("typed-ahead", Rules())
+    game = Game(dealt.deal)
+    view = game.view()
+    board = Board(start_knowledge(Rules(), view.board[18:], view.waste_top))  # type: ignore[arg-type]
+    sent = []
+    for step in dealt.solution:
+        assert not isinstance(board.check(step), Reason)
+        sent.append((board.propose(step), step))
+    for seq, step in sent:
+        answer = server_answer(game, step)
+        assert isinstance(answer, dict)
+        assert board.accept(seq, **answer)
+    assert board.shown.status is Status.WON

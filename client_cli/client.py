@@ -1,0 +1,479 @@
+"""The client's state and network loop, shared by the full-screen app and the plain mode.
+
+:class:`GameClient` owns one :class:`~client_cli.net.Session`, keeps what the
+screens show (room, board, opponents, results) and tells a listener what
+changed.  When the socket drops it reconnects with backoff using the
+reconnect token, shows ``reconnecting``, and after the server's ``resync``
+resends the moves that were still in flight (same sequence numbers, so the
+server counts each once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
+from client_cli.net import ClientError, ConnectionLost, ServerRefused, Session, error_text
+from protocol import messages as m
+from protocol.game import DRAW, REASON_TEXT, Reason, Rules, Status
+
+#: Seconds between reconnection attempts: doubling, then staying at the last value.
+BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: Give up reconnecting after this long (the server keeps a seat for 60 s).
+RECONNECT_FOR_S: Final = 75.0
+
+Listener = Callable[[str, object], None]
+
+
+@dataclass(slots=True)
+class Opponent:
+    """What the screens show about one player of the room."""
+
+    player_id: str
+    name: str
+    bot: bool = False
+    cleared: int = 0
+    stock_left: int = 0
+    moves: int = 0
+    undos: int = 0
+    status: str = "racing"
+    elapsed_ms: int = 0
+    connected: bool = True
+    finish_ms: int | None = None
+    rank: int | None = None
+    board: m.BoardView | None = None
+
+
+@dataclass(slots=True)
+class MoveVerdict:
+    """What happened to a key press: sent, or refused locally with a reason in words."""
+
+    sent: bool
+    reason: Reason | None = None
+    position: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "" if self.reason is None else REASON_TEXT[self.reason]
+
+
+@dataclass(slots=True)
+class ClientState:
+    """Everything the screens draw, updated only by :class:`GameClient`."""
+
+    player_id: str | None = None
+    room: m.RoomState | None = None
+    board: Board | None = None
+    race: m.RaceStart | None = None
+    countdown_until: float | None = None
+    race_clock_zero: float | None = None
+    players: dict[str, Opponent] = field(default_factory=dict)
+    race_over: m.RaceOver | None = None
+    my_finish_ms: int | None = None
+    rooms: tuple[m.RoomSummary, ...] = ()
+    connection: str = "offline"  # offline, connecting, online, reconnecting, closed
+    last_error: str = ""
+
+    @property
+    def phase(self) -> m.Phase | None:
+        return None if self.room is None else self.room.phase
+
+    @property
+    def role(self) -> m.Role | None:
+        return None if self.room is None else self.room.your_role
+
+    @property
+    def is_host(self) -> bool:
+        return self.room is not None and self.room.host_id == self.player_id
+
+    def race_elapsed(self, now: float | None = None) -> float:
+        """Seconds on this player's race clock (frozen at the finish)."""
+        if self.my_finish_ms is not None:
+            return self.my_finish_ms / 1000
+        if self.race_clock_zero is None:
+            return 0.0
+        return max(0.0, (now or time.monotonic()) - self.race_clock_zero)
+
+    def countdown_left(self, now: float | None = None) -> float | None:
+        """Seconds to the start while a countdown runs, else ``None``."""
+        if self.countdown_until is None or self.phase is not m.Phase.COUNTDOWN:
+            return None
+        return max(0.0, self.countdown_until - (now or time.monotonic()))
+
+
+class GameClient:
+    """One player's (or spectator's) connection, state and actions."""
+
+    def __init__(self, url: str, name: str, listener: Listener | None = None) -> None:
+        self.session = Session(url, name)
+        self.state = ClientState()
+        self.listener = listener
+        self._outbox: list[m.ClientMessage] = []
+        self._closing = False
+        self._connected = asyncio.Event()
+
+    # ---- listener ------------------------------------------------------
+    def _tell(self, event: str, detail: object = None) -> None:
+        if self.listener is not None:
+            self.listener(event, detail)
+
+    def _set_connection(self, value: str) -> None:
+        self.state.connection = value
+        self._tell("connection", value)
+
+    # ---- the loop ------------------------------------------------------
+    async def connect(self) -> m.Welcome:
+        """First connection; raises :class:`ClientError` in words if it fails."""
+        self._set_connection("connecting")
+        welcome = await self.session.open()
+        self.state.player_id = welcome.player_id
+        self._set_connection("online")
+        self._connected.set()
+        self._tell("welcome", welcome)
+        return welcome
+
+    async def run(self) -> None:
+        """Read messages until :meth:`close`, reconnecting after a drop.  Never raises."""
+        while not self._closing:
+            try:
+                while not self._closing:
+                    self.handle(await self.session.recv())
+            except ConnectionLost as exc:
+                if self._closing:
+                    break
+                if exc.final or not await self._reconnect(str(exc)):
+                    self.state.last_error = str(exc)
+                    self._set_connection("closed")
+                    self._tell("closed", str(exc))
+                    return
+            except ClientError as exc:
+                self.state.last_error = str(exc)
+                self._tell("error", str(exc))
+                await self.session.close()
+                if not await self._reconnect(str(exc)):
+                    self._set_connection("closed")
+                    self._tell("closed", str(exc))
+                    return
+        self._set_connection("closed")
+
+    async def _reconnect(self, why: str) -> bool:
+        self._connected.clear()
+        self._set_connection("reconnecting")
+        self._tell("reconnecting", why)
+        started = time.monotonic()
+        attempt = 0
+        while not self._closing and time.monotonic() - started < RECONNECT_FOR_S:
+            await asyncio.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
+            attempt += 1
+            try:
+                welcome = await self.session.open()
+            except ServerRefused as exc:
+                self._tell("error", str(exc))
+                return False
+            except ClientError:
+                continue
+            self.state.player_id = welcome.player_id
+            self._set_connection("online")
+            self._connected.set()
+            self._tell("welcome", welcome)
+            if not welcome.resumed and self.state.room is not None:
+                self._tell("error", "the server no longer had our seat; the room was left")
+                self.state.room = None
+                self._tell("room", None)
+            return True
+        return False
+
+    async def close(self) -> None:
+        """Leave politely and stop the loop."""
+        self._closing = True
+        await self.session.close()
+
+    def drop_connection(self) -> None:
+        """Cut the socket as a network failure would (for tests and the debug key)."""
+        self.session.drop()
+
+    # ---- sending --------------------------------------------------------
+    async def send(self, message: m.ClientMessage) -> bool:
+        """Send now; while reconnecting, returns False (moves are kept and resent)."""
+        if self.state.connection != "online":
+            return False
+        try:
+            await self.session.send(message)
+        except ConnectionLost:
+            return False
+        return True
+
+    async def create_room(self, options: m.RoomOptions) -> None:
+        await self.send(m.CreateRoom(options))
+
+    async def join(self, code: str, spectate: bool = False) -> None:
+        role = m.Role.SPECTATOR if spectate else m.Role.PLAYER
+        await self.send(m.Join(code.strip().upper(), role))
+
+    async def ready(self, ready: bool = True) -> None:
+        await self.send(m.Ready(ready))
+
+    async def start(self) -> None:
+        await self.send(m.Start())
+
+    async def leave(self) -> None:
+        await self.send(m.Leave())
+
+    async def resign(self) -> None:
+        await self.send(m.Resign())
+
+    async def rematch(self) -> None:
+        await self.send(m.Rematch())
+
+    async def list_rooms(self) -> None:
+        await self.send(m.ListRooms())
+
+    async def move(self, action: Action) -> MoveVerdict:
+        """Check ``action`` with the known cards, show it at once and send it.
+
+        A sure-illegal move is not sent: the verdict carries the reason.
+        """
+        board = self.state.board
+        position = action if isinstance(action, int) else None
+        if board is None or self.state.phase is not m.Phase.RACING:
+            return MoveVerdict(False, Reason.GAME_OVER, position)
+        verdict = board.check(action)
+        if verdict is not None and verdict != UNSURE:
+            assert isinstance(verdict, Reason)
+            return MoveVerdict(False, verdict, position)
+        seq = board.propose(action)
+        self._tell("board", None)
+        await self.send(_move_request(seq, action))
+        return MoveVerdict(True, None, position)
+
+    # ---- receiving ------------------------------------------------------
+    def handle(self, message: m.ServerMessage) -> None:
+        """Fold one server message into the state and tell the listener."""
+        handler = _HANDLERS.get(type(message))
+        if handler is not None:
+            handler(self, message)
+
+    def _on_room(self, room: m.RoomState) -> None:
+        state = self.state
+        previous = state.room
+        state.room = room
+        for member in room.members:
+            player = state.players.get(member.player_id)
+            if player is None:
+                player = Opponent(member.player_id, member.name, member.bot)
+                state.players[member.player_id] = player
+            else:
+                player.connected = member.connected
+        back_in_lobby = previous is None or previous.phase is not m.Phase.LOBBY
+        if room.phase is m.Phase.LOBBY and back_in_lobby:
+            self._reset_race()
+        self._tell("room", room)
+
+    def _reset_race(self) -> None:
+        state = self.state
+        state.board = None
+        state.race = None
+        state.race_over = None
+        state.my_finish_ms = None
+        state.race_clock_zero = None
+        state.countdown_until = None
+        for player in state.players.values():
+            player.cleared, player.moves, player.undos, player.elapsed_ms = 0, 0, 0, 0
+            player.status, player.finish_ms, player.rank, player.board = "racing", None, None, None
+
+    def _on_countdown(self, countdown: m.Countdown) -> None:
+        lead = (countdown.start_at_ms - countdown.server_time_ms) / 1000
+        self.state.countdown_until = time.monotonic() + max(0.0, lead)
+        self._tell("countdown", countdown.seconds)
+
+    def _on_race_start(self, start: m.RaceStart) -> None:
+        state = self.state
+        state.race = start
+        state.race_over = None
+        state.my_finish_ms = None
+        state.countdown_until = None
+        already = max(0, start.server_time_ms - start.started_at_ms) / 1000
+        state.race_clock_zero = time.monotonic() - already
+        if state.role is m.Role.PLAYER:
+            state.board = Board(_knowledge(start.rules, start.view, self._undo_allowed()))
+        self._tell("race_start", start)
+
+    def _undo_allowed(self) -> bool:
+        room = self.state.room
+        return room is None or room.options.undo is not m.UndoPolicy.OFF
+
+    def _on_move_result(self, result: m.MoveResult) -> None:
+        board = self.state.board
+        if board is None:
+            return
+        if result.accepted:
+            board.accept(
+                result.seq,
+                uncovered={u.position: u.card for u in result.uncovered},
+                waste_top=result.waste_top,
+                stock_left=result.stock_left,
+                counts={"moves": result.moves, "draws": result.draws, "undos": result.undos},
+                restored=result.position if result.action is m.MoveAction.UNDO else None,
+            )
+            if result.status is Status.WON:
+                self.state.my_finish_ms = result.elapsed_ms + result.penalty_ms
+            self._tell("board", None)
+        else:
+            board.reject(result.seq)
+            reason = result.reason if result.reason is not None else Reason.GAME_OVER
+            self._tell("rejected", MoveVerdict(False, reason, result.position))
+
+    def _on_progress(self, progress: m.Progress) -> None:
+        for line in progress.players:
+            player = self.state.players.get(line.player_id)
+            if player is None:
+                player = self.state.players[line.player_id] = Opponent(line.player_id, "?")
+            player.cleared, player.stock_left = line.cleared, line.stock_left
+            player.moves, player.undos = line.moves, line.undos
+            player.status, player.elapsed_ms = line.status.value, line.elapsed_ms
+            player.connected = line.connected
+        self._tell("progress", progress)
+
+    def _on_finish(self, finish: m.Finish) -> None:
+        player = self.state.players.get(finish.player_id)
+        if player is not None:
+            player.finish_ms, player.rank, player.status = finish.time_ms, finish.rank, "finished"
+            player.cleared = 28
+        if finish.player_id == self.state.player_id:
+            self.state.my_finish_ms = finish.time_ms
+        self._tell("finish", finish)
+
+    def _on_race_over(self, race: m.RaceOver) -> None:
+        self.state.race_over = race
+        for standing in race.standings:
+            player = self.state.players.get(standing.player_id)
+            if player is not None:
+                player.rank, player.status = standing.rank, standing.status.value
+                player.cleared = standing.cleared
+        self._tell("race_over", race)
+
+    def _on_spectator_board(self, board: m.SpectatorBoard) -> None:
+        player = self.state.players.get(board.player_id)
+        if player is None:
+            player = self.state.players[board.player_id] = Opponent(board.player_id, "?")
+        player.board = board.view
+        player.cleared = board.view.cleared
+        player.elapsed_ms = board.elapsed_ms
+        self._tell("spectator", board)
+
+    def _on_resync(self, resync: m.Resync) -> None:
+        state = self.state
+        if resync.started_at_ms is not None and resync.phase is m.Phase.RACING:
+            state.race_clock_zero = time.monotonic() - resync.elapsed_ms / 1000
+        if resync.view is None or state.role is not m.Role.PLAYER:
+            self._tell("resync", resync)
+            return
+        rules = state.race.rules if state.race is not None else _rules_of(state.room)
+        known = _knowledge(rules, resync.view, self._undo_allowed(), history_complete=False)
+        if state.board is None:
+            state.board = Board(known, next_seq=resync.last_seq + 1)
+        else:
+            state.board.resync(known, resync.last_seq)
+        self._tell("resync", resync)
+        # Moves sent before the drop and not yet in the view go again, same numbers.
+        for item in list(state.board.pending):
+            self._outbox.append(_move_request(item.seq, item.action))
+        if self._outbox:
+            asyncio.get_running_loop().create_task(self._flush())
+        self._tell("board", None)
+
+    async def _flush(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        for message in outbox:
+            await self.send(message)
+
+    def _on_error(self, error: m.Error) -> None:
+        text = error_text(error)
+        self.state.last_error = text
+        board = self.state.board
+        if error.seq is not None and board is not None:
+            board.reject(error.seq)
+            self._tell("board", None)
+        self._tell("error", text)
+
+    def _on_room_list(self, rooms: m.RoomList) -> None:
+        self.state.rooms = rooms.rooms
+        self._tell("rooms", rooms)
+
+    def _on_left(self, left: m.Left) -> None:
+        self.state.room = None
+        self._reset_race()
+        self.state.players.clear()
+        self._tell("left", left)
+
+    def _on_closing(self, closing: m.Closing) -> None:
+        self.state.last_error = closing.reason
+        self._tell("error", f"the server is closing the connection: {closing.reason}")
+
+
+def _move_request(seq: int, action: Action) -> m.MoveRequest:
+    if action == DRAW:
+        return m.MoveRequest(seq, m.MoveAction.DRAW)
+    if action == UNDO:
+        return m.MoveRequest(seq, m.MoveAction.UNDO)
+    assert isinstance(action, int)
+    return m.MoveRequest(seq, m.MoveAction.PLAY, action)
+
+
+def _rules_of(room: m.RoomState | None) -> Rules:
+    return Rules() if room is None else room.options.rules
+
+
+def _knowledge(
+    rules: Rules, view: m.BoardView, undo_allowed: bool, *, history_complete: bool = True
+) -> Knowledge:
+    return Knowledge.from_view(
+        rules, view.board, view.waste_top, view.stock_left, moves=view.moves, draws=view.draws,
+        undos=view.undos, undo_allowed=undo_allowed, history_complete=history_complete,
+    )
+
+
+_HANDLERS: Final[dict[type, Callable[[GameClient, object], None]]] = {
+    m.RoomState: GameClient._on_room,  # type: ignore[dict-item]
+    m.Countdown: GameClient._on_countdown,  # type: ignore[dict-item]
+    m.RaceStart: GameClient._on_race_start,  # type: ignore[dict-item]
+    m.MoveResult: GameClient._on_move_result,  # type: ignore[dict-item]
+    m.Progress: GameClient._on_progress,  # type: ignore[dict-item]
+    m.Finish: GameClient._on_finish,  # type: ignore[dict-item]
+    m.RaceOver: GameClient._on_race_over,  # type: ignore[dict-item]
+    m.SpectatorBoard: GameClient._on_spectator_board,  # type: ignore[dict-item]
+    m.Resync: GameClient._on_resync,  # type: ignore[dict-item]
+    m.Error: GameClient._on_error,  # type: ignore[dict-item]
+    m.RoomList: GameClient._on_room_list,  # type: ignore[dict-item]
+    m.Left: GameClient._on_left,  # type: ignore[dict-item]
+    m.Closing: GameClient._on_closing,  # type: ignore[dict-item]
+}
+
+
+def own_status(state: ClientState) -> str:
+    """This player's race status in words for the status line."""
+    board = state.board
+    if board is None:
+        return ""
+    status = board.shown.status
+    if status is Status.WON:
+        return "cleared all 28!"
+    if status is Status.STUCK:
+        return "stuck: undo if allowed, or press r to resign"
+    return "racing"
+
+
+__all__ = [
+    "DRAW",
+    "UNDO",
+    "ClientError",
+    "ClientState",
+    "GameClient",
+    "MoveVerdict",
+    "Opponent",
+    "own_status",
+]

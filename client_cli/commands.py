@@ -1,0 +1,190 @@
+"""``tripeaks play | host | join | watch | bot``: the terminal client's subcommands.
+
+Textual is imported only by the full-screen commands, so ``tripeaks bot``
+and ``--plain`` start fast and work where Textual cannot draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import sys
+from typing import Any
+
+from client_cli.net import DEFAULT_SERVER, ClientError, normalise_url
+from client_cli.strategy import STRATEGIES
+from protocol import messages as m
+
+
+def add_parsers(subparsers: Any) -> None:
+    """Register the client's subcommands on the ``tripeaks`` parser."""
+    play = subparsers.add_parser("play", help="play in the full-screen terminal app")
+    _common(play)
+    play.set_defaults(func=_play, start="home", code=None)
+
+    host = subparsers.add_parser("host", help="create a room and go to its lobby")
+    _common(host)
+    _room_options(host)
+    host.set_defaults(func=_play, start="host", code=None)
+
+    join = subparsers.add_parser("join", help="join a room by its code")
+    join.add_argument("code", help="the room code, e.g. K7MXQ2")
+    _common(join)
+    join.set_defaults(func=_play, start="join")
+
+    watch = subparsers.add_parser("watch", help="watch a room's race by its code")
+    watch.add_argument("code", help="the room code")
+    _common(watch)
+    watch.set_defaults(func=_play, start="watch")
+
+    bot = subparsers.add_parser(
+        "bot", help="run bot players", description="Run N bot players in one room."
+    )
+    bot.add_argument("--server", default=DEFAULT_SERVER, help="server URL (default %(default)s)")
+    where = bot.add_mutually_exclusive_group(required=True)
+    where.add_argument("--room", metavar="CODE", help="join the room with this code")
+    where.add_argument("--host", action="store_true", help="create a room, print its code")
+    bot.add_argument("--count", type=_positive_int, default=1, help="bots (default 1)")
+    bot.add_argument("--pace", type=float, default=None, metavar="MOVES_PER_S",
+                     help="moves per second per bot (default: as fast as the server answers)")
+    bot.add_argument("--strategy", choices=STRATEGIES, default="greedy")
+    bot.add_argument("--min-players", type=_positive_int, default=None,
+                     help="with --host: seats to fill before starting (default: max(2, count))")
+    bot.add_argument("--name", default="bot", help="name prefix (default %(default)s)")
+    _room_options(bot)
+    bot.set_defaults(func=_bot)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=DEFAULT_SERVER, help="server URL (default %(default)s)")
+    parser.add_argument("--name", default=None, help="your name (default: your login name)")
+    parser.add_argument("--plain", action="store_true",
+                        help="line-based mode for pipes, screen readers and CI")
+
+
+def _room_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("room options (when creating a room)")
+    group.add_argument("--room-name", default=None, help="the room's name")
+    group.add_argument("--public", action="store_true", help="list the room publicly")
+    group.add_argument("--max-players", type=int, default=None)
+    group.add_argument("--seed", default=None, help="practice seed (the race is marked practice)")
+    group.add_argument("--undo", choices=[p.value for p in m.UndoPolicy], default=None)
+    group.add_argument("--undo-penalty", type=int, default=None, metavar="SECONDS")
+    group.add_argument("--no-wrap", action="store_true", help="king and ace are not adjacent")
+    group.add_argument("--empty-waste", action="store_true", help="start with an empty waste")
+    group.add_argument("--countdown", type=int, default=None, metavar="SECONDS")
+    group.add_argument("--time-limit", type=int, default=None, metavar="SECONDS")
+    group.add_argument("--difficulty", choices=["any", "easy", "medium", "hard"], default=None)
+    group.add_argument("--no-spectators", action="store_true")
+    group.add_argument("--spectator-delay", type=int, default=None, metavar="SECONDS")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def room_options_from(args: argparse.Namespace) -> m.RoomOptions:
+    """Room options from the command line, defaults for anything not given."""
+    values: dict[str, Any] = {}
+    pairs = {
+        "room_name": "name", "max_players": "max_players", "seed": "practice_seed",
+        "undo_penalty": "undo_penalty_s", "countdown": "countdown_s",
+        "time_limit": "time_limit_s", "difficulty": "difficulty",
+        "spectator_delay": "spectator_delay_s",
+    }
+    for arg, option in pairs.items():
+        value = getattr(args, arg, None)
+        if value is not None:
+            values[option] = value
+    if getattr(args, "undo", None):
+        values["undo"] = m.UndoPolicy(args.undo)
+    if getattr(args, "public", False):
+        values["public"] = True
+    if getattr(args, "no_wrap", False):
+        values["wrap"] = False
+    if getattr(args, "empty_waste", False):
+        values["empty_waste"] = True
+    if getattr(args, "no_spectators", False):
+        values["allow_spectators"] = False
+    return m.RoomOptions(**values)
+
+
+def default_name() -> str:
+    """The login name, trimmed to the protocol's 24 printable characters."""
+    try:
+        name = getpass.getuser()
+    except Exception:  # no login name in some containers
+        name = "player"
+    name = "".join(ch for ch in name if ch.isprintable())[:24]
+    return name or "player"
+
+
+def _play(args: argparse.Namespace) -> int:
+    try:
+        url = normalise_url(args.server)
+    except ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = args.name or default_name()
+    if args.plain:
+        from client_cli.plain import run_plain
+
+        create = room_options_from(args) if args.start == "host" else None
+        return asyncio.run(run_plain(url, name, first=_first_commands(args), create=create))
+    from client_cli.app import TriPeaksApp
+
+    options = room_options_from(args) if args.start == "host" else None
+    app = TriPeaksApp(url, name, start=args.start, code=args.code, options=options)
+    status = app.run()
+    return int(status or 0)
+
+
+def _first_commands(args: argparse.Namespace) -> list[str]:
+    if args.start == "join":
+        return [f"join {args.code}"]
+    if args.start == "watch":
+        return [f"watch {args.code}"]
+    return []
+
+
+def _bot(args: argparse.Namespace) -> int:
+    from client_cli.bot import BotSettings, run_bots
+
+    if args.pace is not None and args.pace <= 0:
+        print("error: --pace must be a positive number of moves per second", file=sys.stderr)
+        return 2
+
+    def report(name: str, event: str, detail: str) -> None:
+        if event == "joined" and args.host and name.endswith("1"):
+            print(f"room code: {detail}", flush=True)
+        elif event in ("start", "error"):
+            print(f"{name}: {event} {detail}", flush=True)
+
+    settings = BotSettings(name_prefix=args.name, min_players=args.min_players, on_event=report)
+    try:
+        results = asyncio.run(
+            run_bots(
+                args.server, args.count, room=args.room, host=args.host, pace=args.pace,
+                strategy=args.strategy, options=room_options_from(args) if args.host else None,
+                settings=settings,
+            )
+        )
+    except (ValueError, ClientError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if results.race_over is not None:
+        from client_cli.results import standing_lines, summary_lines
+
+        for line in standing_lines(results.race_over):
+            print(line)
+        for line in summary_lines(results.race_over):
+            print(line)
+    if not results.ok:
+        reasons = results.errors or ["the race did not end"]
+        print("the race could not be completed: " + "; ".join(reasons), file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,125 @@
+"""The end of a race in words: ranking, par, the commitment check and the winning line.
+
+Pure functions over a ``race_over`` message, shared by the full-screen
+results screen, the watch screen and the plain mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol import messages as m
+from protocol.cards import CardError, card_code
+from protocol.commitment import verify_commitment, verify_deal
+from protocol.game import DRAW, Deal, Game, IllegalMoveError
+
+STATUS_WORDS = {
+    "finished": "finished",
+    "stuck": "stuck",
+    "resigned": "resigned",
+    "left": "left",
+    "timed_out": "out of time",
+    "racing": "racing",
+}
+
+
+def clock(ms: int | float | None) -> str:
+    """``m:ss.t`` for a race time in milliseconds; ``–`` when there is none."""
+    if ms is None:
+        return "–"
+    tenths = int(ms) // 100
+    minutes, tenths = divmod(tenths, 600)
+    return f"{minutes}:{tenths // 10:02d}.{tenths % 10}"
+
+
+def standing_lines(race: m.RaceOver, me: str | None = None) -> list[str]:
+    """One line per player: rank, name, status, time, cleared, moves, undos."""
+    header = f"{'#':>2}  {'player':<24} {'result':<11} {'time':>8} {'cleared':>7}"
+    lines = [f"{header} {'moves':>5} {'undos':>5}"]
+    for s in sorted(race.standings, key=lambda s: s.rank):
+        name = s.name + (" (bot)" if s.bot else "") + (" ← you" if s.player_id == me else "")
+        time_text = clock(s.time_ms) if s.status is m.PlayerStatus.FINISHED else "–"
+        lines.append(
+            f"{s.rank:>2}  {name:<24} {STATUS_WORDS.get(s.status.value, s.status.value):<11} "
+            f"{time_text:>8} {s.cleared:>5}/28 {s.moves:>5} {s.undos:>5}"
+        )
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The client's own check of the revealed seed."""
+
+    commitment_ok: bool
+    deal_ok: bool
+    line_ok: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.commitment_ok and self.deal_ok and self.line_ok
+
+    @property
+    def mark(self) -> str:
+        return "✔" if self.ok else "✗"
+
+
+def revealed_deal(race: m.RaceOver) -> Deal | None:
+    """The deal ``race_over`` reveals, or ``None`` if its codes are not a valid deal."""
+    try:
+        return race.deal.to_deal(race.rules)
+    except (CardError, ValueError):
+        return None
+
+
+def verify(race: m.RaceOver, commitment_at_start: str | None = None) -> Verification:
+    """Check the commitment (as sent at race start when known), the deal and the winning line."""
+    digest = commitment_at_start or race.commitment
+    commitment_ok = digest == race.commitment and verify_commitment(digest, race.seed, race.rules)
+    deal = revealed_deal(race)
+    deal_ok = deal is not None and verify_deal(deal, race.seed, race.candidate)
+    line_ok = False
+    if deal is not None:
+        try:
+            game = Game(deal)
+            for step in race.solution:
+                game.push(step)
+            line_ok = game.cleared == 28
+        except (IllegalMoveError, TypeError, IndexError):
+            line_ok = False
+    return Verification(commitment_ok, deal_ok, line_ok)
+
+
+def replay_steps(race: m.RaceOver) -> list[str]:
+    """The winning line card by card: ``1. play 23 Q♥ (QH)`` or ``2. draw 7C``."""
+    deal = revealed_deal(race)
+    if deal is None:
+        return ["the revealed deal is not valid"]
+    game = Game(deal)
+    out = []
+    for number, step in enumerate(race.solution, 1):
+        try:
+            if step == DRAW:
+                out.append(f"{number:>2}. draw {card_code(game.draw())}")
+            else:
+                assert isinstance(step, int)
+                card = card_code(deal.peaks[step])
+                game.play(step)
+                out.append(f"{number:>2}. play {step:>2} {card}")
+        except (IllegalMoveError, AssertionError):
+            out.append(f"{number:>2}. {step}: not legal here (the line is wrong)")
+            break
+    return out
+
+
+def summary_lines(race: m.RaceOver, commitment_at_start: str | None = None) -> list[str]:
+    """Par, practice flag, the revealed seed and the verdict of the checks."""
+    check = verify(race, commitment_at_start)
+    par = "unknown" if race.par is None else f"{race.par} draws"
+    kind = "practice race" if race.practice else "race"
+    return [
+        f"{kind} {race.race_id} ended ({race.ended_by.value.replace('_', ' ')}); par: {par}",
+        f"seed: {race.seed}  candidate: {race.candidate}  "
+        f"commitment {race.commitment[:16]}… {check.mark}",
+        f"checks: commitment {'✔' if check.commitment_ok else '✗'}, "
+        f"deal {'✔' if check.deal_ok else '✗'}, winning line {'✔' if check.line_ok else '✗'}",
+    ]

@@ -1,0 +1,229 @@
+"""The full-screen app driven by Textual's pilot against a real server on an ephemeral port."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Static
+
+from client_cli.app import HomeScreen, LobbyScreen, TriPeaksApp
+from client_cli.render import HOTKEYS
+from client_cli.screens import RaceScreen, ResultsScreen, WatchScreen
+from protocol import messages as m
+from protocol.dealer import deal_for_seed
+from protocol.game import DRAW, Move, Rules
+from tests.serverutil import TestClient, connect, running_server
+
+SEED = "pilot-seed-1"
+SIZE = (150, 50)
+
+
+def winning_line(seed: str = SEED) -> tuple[Move, ...]:
+    return deal_for_seed(seed, Rules()).solution
+
+
+async def until(pilot: Pilot[int], condition: Callable[[], object], timeout: float = 20.0) -> None:
+    """Let the app run until ``condition()`` is true (fails the test after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(0.05)
+
+
+def standings_rows(app: TriPeaksApp) -> int:
+    tables = app.screen.query("#standings").results(DataTable)
+    return next((t.row_count for t in tables), 0)
+
+
+def text_of(app: TriPeaksApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).content)
+
+
+async def press_line(pilot: Pilot[int], line: tuple[Move, ...]) -> None:
+    for step in line:
+        await pilot.press("space" if step == DRAW else HOTKEYS[step])
+
+
+async def create_practice_room(pilot: Pilot[int], app: TriPeaksApp, seed: str = SEED) -> str:
+    await until(pilot, lambda: app.client.state.connection == "online")
+    assert isinstance(app.screen, HomeScreen)
+    app.screen.query_one("#opt-seed", Input).value = seed
+    app.screen.query_one("#opt-countdown", Input).value = "0"
+    await pilot.click("#create")
+    await until(pilot, lambda: isinstance(app.screen, LobbyScreen) and app.client.state.room)
+    room = app.client.state.room
+    assert room is not None
+    return room.code
+
+
+def all_ready(app: TriPeaksApp, count: int = 2) -> bool:
+    room = app.client.state.room
+    return room is not None and len(room.members) == count and all(x.ready for x in room.members)
+
+
+def racing(app: TriPeaksApp) -> bool:
+    return isinstance(app.screen, RaceScreen) and app.client.state.board is not None
+
+
+async def start_race(pilot: Pilot[int], app: TriPeaksApp, url: str) -> TestClient:
+    """Create a practice room, let a rival join, get ready (space) and start (s)."""
+    code = await create_practice_room(pilot, app)
+    rival = await join_and_ready(url, code)
+    await until(pilot, lambda: app.client.state.room and len(app.client.state.room.members) == 2)
+    await pilot.press("space")
+    await until(pilot, lambda: all_ready(app))
+    await pilot.press("s")
+    await until(pilot, lambda: racing(app))
+    return rival
+
+
+async def join_and_ready(url: str, code: str, name: str = "rival") -> TestClient:
+    rival = await connect(url, name)
+    await rival.request(m.Join(code), m.RoomState)
+    await rival.send(m.Ready(True))
+    return rival
+
+
+async def test_a_host_races_a_second_client_to_the_finish_with_key_presses(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        app = TriPeaksApp(server.ws_url, "alice")
+        async with app.run_test(size=SIZE) as pilot:
+            code = await create_practice_room(pilot, app)
+            assert code.replace(" ", "") in text_of(app, "#code").replace(" ", "")
+            rival = await join_and_ready(server.ws_url, code)
+            await until(pilot, lambda: len(app.client.state.room.members) == 2)  # type: ignore[union-attr]
+            await pilot.press("space")  # ready
+            await until(pilot, lambda: all_ready(app))
+            await pilot.pause(0.2)  # let the lobby lay out its new row before clicking
+            await pilot.click("#start")
+            await until(pilot, lambda: racing(app))
+            start = await rival.expect(m.RaceStart, timeout=30)
+            # The rival plays one legal move: its bar in our side panel must move.
+            bottom = start.view.board[18:]
+            await rival.send(m.MoveRequest(1, m.MoveAction.DRAW))
+            await until(pilot, lambda: app.client.state.players[rival.player_id].moves >= 1)
+            assert "rival" in text_of(app, "#opponent-list")
+            del bottom
+            await press_line(pilot, winning_line())
+            await until(pilot, lambda: app.client.state.my_finish_ms is not None)
+            await rival.send(m.Resign())
+            await until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+            await until(pilot, lambda: standings_rows(app) == 2)
+            table = app.screen.query_one("#standings", DataTable)
+            rows = [table.get_row_at(i) for i in range(table.row_count)]
+            assert rows[0][0] == "1" and "alice" in str(rows[0][1]) and rows[0][2] == "finished"
+            assert rows[1][0] == "2" and "rival" in str(rows[1][1])
+            summary = text_of(app, "#summary")
+            assert "commitment" in summary and "✗" not in summary and "practice" in summary
+            await pilot.press("n")
+            assert "1/" in text_of(app, "#replay-step")
+            await rival.close()
+
+
+async def test_an_illegal_key_flashes_the_card_and_says_why(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        app = TriPeaksApp(server.ws_url, "bob")
+        async with app.run_test(size=SIZE) as pilot:
+            rival = await start_race(pilot, app, server.ws_url)
+            screen = app.screen
+            assert isinstance(screen, RaceScreen)
+            await pilot.press("q")  # position 0, the left peak's top: covered
+            assert screen.flash_position == 0
+            assert "still covered" in text_of(app, "#message")
+            board = app.client.state.board
+            assert board is not None
+            shown = board.shown
+            misfit = next(p for p in range(18, 28) if shown.fits(shown.peaks[p]) is False)
+            await pilot.press(HOTKEYS[misfit])
+            assert screen.flash_position == misfit
+            assert "not one rank above or below" in text_of(app, "#message")
+            assert board.confirmed.moves == 0  # nothing was sent, nothing was counted
+            await rival.close()
+
+
+async def test_the_app_reconnects_mid_race_and_keeps_its_progress(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        app = TriPeaksApp(server.ws_url, "carol")
+        events: list[str] = []
+        listener = app.client.listener
+        assert listener is not None
+
+        def spy(event: str, detail: object) -> None:
+            events.append(event)
+            listener(event, detail)
+
+        app.client.listener = spy
+        async with app.run_test(size=SIZE) as pilot:
+            rival = await start_race(pilot, app, server.ws_url)
+            line = winning_line()
+            half = len(line) // 2
+            await press_line(pilot, line[:half])
+            board = app.client.state.board
+            assert board is not None
+            await until(pilot, lambda: not board.pending)
+            cleared = board.confirmed.cleared
+            app.client.drop_connection()
+            await until(pilot, lambda: "reconnecting" in events)
+            await until(pilot, lambda: app.client.state.connection == "online")
+            await until(pilot, lambda: "resync" in events)
+            assert app.client.state.board is not None
+            assert app.client.state.board.confirmed.cleared == cleared
+            await press_line(pilot, line[half:])
+            await until(pilot, lambda: app.client.state.my_finish_ms is not None)
+            await rival.send(m.Resign())
+            await until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+            await rival.close()
+
+
+async def test_the_watch_screen_shows_every_board_and_then_the_results(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        host = await connect(server.ws_url, "hosty")
+        options = m.RoomOptions(countdown_s=0, practice_seed=SEED)
+        room = await host.request(m.CreateRoom(options), m.RoomState)
+        guest = await join_and_ready(server.ws_url, room.code, "guesty")
+        app = TriPeaksApp(server.ws_url, "viewer", start="watch", code=room.code)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.client.state.room is not None)
+            await host.send(m.Ready(True))
+            await until(pilot, lambda: all_ready(app))
+            await host.send(m.Start())
+            await until(pilot, lambda: isinstance(app.screen, WatchScreen))
+            await host.expect(m.RaceStart, timeout=30)
+            await guest.expect(m.RaceStart, timeout=30)
+            await host.send(m.MoveRequest(1, m.MoveAction.DRAW))
+            await guest.send(m.MoveRequest(1, m.MoveAction.DRAW))
+            await until(pilot, lambda: all(
+                p.board is not None for p in app.client.state.players.values()))
+            await pilot.pause(0.3)
+            panels = [str(w.content) for w in app.screen.query(".player").results(Static)]
+            assert len(panels) == 2
+            assert any("hosty" in p for p in panels) and any("guesty" in p for p in panels)
+            await host.send(m.Resign())
+            await guest.send(m.Resign())
+            await until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+            await until(pilot, lambda: standings_rows(app) == 2)
+        await host.close()
+        await guest.close()
+
+
+async def test_a_wrong_room_code_is_shown_in_words(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        app = TriPeaksApp(server.ws_url, "dave")
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.client.state.connection == "online")
+            app.screen.query_one("#code", Input).value = "NOPE99"
+            await pilot.click("#join")
+            await until(pilot, lambda: app.client.state.last_error)
+            assert "no room has that code" in app.client.state.last_error.lower()
+            assert isinstance(app.screen, HomeScreen)
+
+
+async def test_a_server_that_is_down_is_reported_not_crashed() -> None:
+    app = TriPeaksApp("ws://127.0.0.1:9/ws", "erin")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.client.state.connection == "offline")
+        assert isinstance(app.screen, HomeScreen)
+        assert "offline" in text_of(app, "#connection")
