@@ -40,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from protocol.cards import RANK_COUNT, is_adjacent, rank_of
-from protocol.game import DRAW, Deal, Move
+from protocol.cards import RANK_COUNT, Card, is_adjacent, rank_of
+from protocol.game import DRAW, Deal, Game, Move
 from protocol.layout import COVERED_BY, PEAK_CARDS, row_of
 
 #: The waste-top "rank" of an empty waste: every card fits on it.
@@ -71,11 +71,15 @@ class SolveResult:
 class _Board:
     """Deal data precomputed for the searches: ranks, covering masks, adjacency."""
 
-    def __init__(self, deal: Deal) -> None:
+    def __init__(self, deal: Deal, start: tuple[int, int, Card | None] | None = None) -> None:
         wrap = deal.rules.wrap
         self.peak_ranks = tuple(rank_of(c) for c in deal.peaks)
         self.stock_ranks = tuple(rank_of(c) for c in deal.stock)
-        self.start_top = EMPTY if deal.waste is None else rank_of(deal.waste)
+        mask, drawn, top = (0, 0, deal.waste) if start is None else start
+        #: The state the search starts from: played mask, cards drawn, top rank.
+        self.start_mask = mask
+        self.start_drawn = drawn
+        self.start_top = EMPTY if top is None else rank_of(top)
         self.cover_masks = tuple(sum(1 << q for q in COVERED_BY[p]) for p in range(PEAK_CARDS))
         adjacent = [
             tuple(b for b in range(RANK_COUNT) if is_adjacent(a, b, wrap))
@@ -100,17 +104,34 @@ class _Board:
 
 def solve(deal: Deal, *, want_par: bool = False) -> SolveResult:
     """Decide exactly whether ``deal`` can be won; with ``want_par`` also find par."""
-    board = _Board(deal)
+    return _solve(_Board(deal), want_par)
+
+
+def solve_game(game: Game, *, want_par: bool = False) -> SolveResult:
+    """Decide exactly whether the game can still be won from where it stands.
+
+    The solution continues from the current position, and ``par`` counts
+    the draws still needed.  The game is not changed.
+    """
+    mask = sum(1 << p for p in range(PEAK_CARDS) if game.is_removed(p))
+    drawn = len(game.deal.stock) - game.stock_left
+    return _solve(_Board(game.deal, (mask, drawn, game.waste_top)), want_par)
+
+
+def _solve(board: _Board, want_par: bool) -> SolveResult:
+    if board.start_mask == FULL:
+        return SolveResult(True, (), 0 if want_par else None, 0)
     limit = len(board.stock_ranks)
     nodes = 0
     if not want_par:
         line, nodes = _depth_first(board, limit, DEPTH_FIRST_BUDGET)
         if line is not None:
             return SolveResult(True, tuple(line), None, nodes)
-    par, line, states = _layered(board, limit)
+    last_draw, line, states = _layered(board, limit)
     nodes += states
-    if line is None:
+    if line is None or last_draw is None:
         return SolveResult(False, None, None, nodes)
+    par = last_draw - board.start_drawn
     return SolveResult(True, tuple(line), par if want_par else None, nodes)
 
 
@@ -139,10 +160,11 @@ def _sources(board: _Board, limit: int) -> tuple[list[int], list[int]]:
     """Per rank: cards that may still reach the waste, and peak cards left."""
     avail = [0] * RANK_COUNT
     left = [0] * RANK_COUNT
-    for r in board.peak_ranks:
-        avail[r] += 1
-        left[r] += 1
-    for r in board.stock_ranks[:limit]:
+    for p, r in enumerate(board.peak_ranks):
+        if not board.start_mask >> p & 1:
+            avail[r] += 1
+            left[r] += 1
+    for r in board.stock_ranks[board.start_drawn : limit]:
         avail[r] += 1
     return avail, left
 
@@ -216,7 +238,7 @@ def _depth_first(board: _Board, limit: int, budget: int) -> tuple[list[Move] | N
             failed[key] = drawn
         return False
 
-    won = dfs(0, 0, board.start_top, start_forced)
+    won = dfs(board.start_mask, board.start_drawn, board.start_top, start_forced)
     line.reverse()
     return (line if won else None), count[0]
 
@@ -234,9 +256,9 @@ def _forced_at_start(board: _Board, avail: list[int], left: list[int]) -> int:
 
 
 def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, int]:
-    """Breadth-first over draws: ``(par, a line with par draws, states)``.
+    """Breadth-first over draws: ``(cards drawn at the win, a fewest-draws line, states)``.
 
-    ``par`` and the line are ``None`` when no win draws at most ``limit`` cards.
+    The first two are ``None`` when no win draws at most ``limit`` cards.
     Sets of masks are expanded a whole set at a time (one comprehension per
     fitting position), which is much cheaper per state than recursion.
     """
@@ -254,9 +276,9 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
     met: set[int] = set()
     next_start = [0] * RANK_COUNT  # first layer whose fresh masks have not drawn to rank r
     top = board.start_top
-    start = {0}
+    start = {board.start_mask}
     states = 0
-    for drawn in range(limit + 1):
+    for drawn in range(board.start_drawn, limit + 1):
         start -= seen[top]
         seen[top] |= start
         found: dict[int, set[int]] = {top: set(start)}
@@ -309,15 +331,16 @@ def _line_back(
     from the start), so some predecessor is always found.
     """
     mask, top, drawn = state
+    base = board.start_drawn  # layers[i] holds the states after base + i draws
     backwards: list[Move] = []
-    while not (mask == 0 and drawn == 0 and top == board.start_top):
-        if drawn and top == board.stock_ranks[drawn - 1]:
-            earlier = _earlier_layer(layers, mask, drawn)
+    while not (mask == board.start_mask and drawn == base and top == board.start_top):
+        if drawn > base and top == board.stock_ranks[drawn - 1]:
+            earlier = _earlier_layer(layers, mask, drawn, base)
             if earlier is not None:
                 backwards.extend([DRAW] * (drawn - earlier[0]))
                 drawn, top = earlier
                 continue
-        position, top = _play_before(board, layers[drawn], mask, top, drawn)
+        position, top = _play_before(board, layers[drawn - base], mask, top, drawn)
         mask &= ~(1 << position)
         backwards.append(position)
     backwards.reverse()
@@ -325,11 +348,11 @@ def _line_back(
 
 
 def _earlier_layer(
-    layers: list[dict[int, set[int]]], mask: int, drawn: int
+    layers: list[dict[int, set[int]]], mask: int, drawn: int, base: int
 ) -> tuple[int, int] | None:
     """The latest layer before ``drawn`` holding ``mask``, and a top it had there."""
-    for layer in range(drawn - 1, -1, -1):
-        for top, masks in layers[layer].items():
+    for layer in range(drawn - 1, base - 1, -1):
+        for top, masks in layers[layer - base].items():
             if mask in masks:
                 return layer, top
     return None
@@ -345,7 +368,8 @@ def _play_before(
         before = mask & ~(1 << p)
         if before & board.cover_masks[p] != board.cover_masks[p]:
             continue
-        if before == 0 and drawn == 0 and top in board.adjacent[board.start_top]:
+        at_start = before == board.start_mask and drawn == board.start_drawn
+        if at_start and top in board.adjacent[board.start_top]:
             return p, board.start_top
         for previous in board.adjacent[top]:
             if before in layer.get(previous, ()):
