@@ -18,7 +18,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static, Switch
+from textual.widgets import (
+    Button,
+    Checkbox,
+    DataTable,
+    Footer,
+    Input,
+    Label,
+    Select,
+    Static,
+)
 
 from client_cli.client import ClientError, GameClient
 from client_cli.net import fetch_json
@@ -30,47 +39,52 @@ class HomeScreen(ClientScreen):
     """Create a room (every option), join or watch by code, browse public rooms."""
 
     DEFAULT_CSS = """
-    HomeScreen #forms { height: auto; }
+    HomeScreen #forms { height: 1fr; }
     HomeScreen .panel { border: round $accent; padding: 0 1; height: auto; }
-    HomeScreen #create-panel { width: 64; }
+    HomeScreen #create-panel { width: 62; height: 100%; }
     HomeScreen #side { width: 1fr; }
-    HomeScreen .row { height: 3; }
-    HomeScreen .row Label { width: 22; padding: 1 1 0 0; }
+    HomeScreen .row { height: 1; margin-bottom: 1; }
+    HomeScreen .row Label { width: 26; }
     HomeScreen .row Input { width: 1fr; }
     HomeScreen .row Select { width: 1fr; }
+    HomeScreen Checkbox { margin-bottom: 1; }
+    HomeScreen .buttons { height: 3; }
     HomeScreen #rooms { height: 12; }
-    HomeScreen #title { text-style: bold; color: $accent; padding: 0 1; }
+    HomeScreen #title { text-style: bold; color: $accent; padding: 0 1; height: 1; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Static("♠ ♥ TriPeaks Race ♦ ♣", id="title")
+        yield Static(
+            "♠ ♥ TriPeaks Race ♦ ♣   create a room, or join one by its code", id="title"
+        )
         with Horizontal(id="forms"):
             with VerticalScroll(id="create-panel", classes="panel"):
-                yield Label("[b]Create a room[/b]")
-                yield from _row("Room name", Input("TriPeaks race", id="opt-name", max_length=40))
-                yield from _row("Public", Switch(False, id="opt-public"))
-                yield from _row("Max players", Input("8", id="opt-max", type="integer"))
-                yield from _row("Spectators allowed", Switch(True, id="opt-spectators"))
-                yield from _row("Spectator delay (s)", Input("0", id="opt-delay", type="integer"))
-                yield from _row("Wrap K–A", Switch(True, id="opt-wrap"))
-                yield from _row("Empty waste start", Switch(False, id="opt-empty"))
+                yield Button("Create room", id="create", variant="primary")
+                yield Label("")
+                yield from _row("Room name", _field("TriPeaks race", "opt-name", text=True))
+                yield Checkbox("Public (listed for everyone)", False, id="opt-public",
+                               compact=True)
+                yield from _row("Max players (2-16)", _field("8", "opt-max"))
+                yield Checkbox("Spectators allowed", True, id="opt-spectators", compact=True)
+                yield from _row("Spectator delay (s)", _field("0", "opt-delay"))
+                yield Checkbox("Wrap: K and A adjacent", True, id="opt-wrap", compact=True)
+                yield Checkbox("Empty waste start", False, id="opt-empty", compact=True)
                 yield from _row("Undo", Select(
                     [("off", "off"), ("free", "free"), ("time penalty", "penalty")],
-                    value="penalty", allow_blank=False, id="opt-undo"))
-                yield from _row("Undo penalty (s)", Input("5", id="opt-penalty", type="integer"))
-                yield from _row("Countdown (s)", Input("3", id="opt-countdown", type="integer"))
-                yield from _row("Time limit (s, 0=none)",
-                                Input("0", id="opt-limit", type="integer"))
+                    value="penalty", allow_blank=False, id="opt-undo", compact=True))
+                yield from _row("Undo penalty (s)", _field("5", "opt-penalty"))
+                yield from _row("Countdown (s)", _field("3", "opt-countdown"))
+                yield from _row("Time limit (s, 0 = none)", _field("0", "opt-limit"))
                 yield from _row("Difficulty", Select(
                     [(d, d) for d in ("any", "easy", "medium", "hard")],
-                    value="any", allow_blank=False, id="opt-difficulty"))
-                yield from _row("Practice seed", Input("", id="opt-seed", placeholder="optional"))
-                yield Button("Create room", id="create", variant="primary")
+                    value="any", allow_blank=False, id="opt-difficulty", compact=True))
+                yield from _row("Practice seed", Input(
+                    "", id="opt-seed", placeholder="optional", compact=True, max_length=64))
             with Vertical(id="side"):
                 with Vertical(classes="panel"):
                     yield Label("[b]Join or watch by code[/b]")
                     yield Input("", id="code", placeholder="room code", max_length=16)
-                    with Horizontal(classes="row"):
+                    with Horizontal(classes="buttons"):
                         yield Button("Join", id="join", variant="success")
                         yield Button("Watch", id="watch")
                 with Vertical(classes="panel"):
@@ -97,12 +111,12 @@ class HomeScreen(ClientScreen):
         try:
             return m.RoomOptions(
                 name=self.query_one("#opt-name", Input).value.strip() or "TriPeaks race",
-                public=self.query_one("#opt-public", Switch).value,
+                public=self.query_one("#opt-public", Checkbox).value,
                 max_players=number("opt-max", "Max players"),
-                allow_spectators=self.query_one("#opt-spectators", Switch).value,
+                allow_spectators=self.query_one("#opt-spectators", Checkbox).value,
                 spectator_delay_s=number("opt-delay", "Spectator delay"),
-                wrap=self.query_one("#opt-wrap", Switch).value,
-                empty_waste=self.query_one("#opt-empty", Switch).value,
+                wrap=self.query_one("#opt-wrap", Checkbox).value,
+                empty_waste=self.query_one("#opt-empty", Checkbox).value,
                 undo=m.UndoPolicy(str(self.query_one("#opt-undo", Select).value)),
                 undo_penalty_s=number("opt-penalty", "Undo penalty"),
                 countdown_s=number("opt-countdown", "Countdown"),
@@ -162,6 +176,12 @@ class HomeScreen(ClientScreen):
     def pick_room(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
             self.query_one("#code", Input).value = event.row_key.value
+
+
+def _field(value: str, widget_id: str, *, text: bool = False) -> Input:
+    if text:
+        return Input(value, id=widget_id, type="text", compact=True, max_length=40)
+    return Input(value, id=widget_id, type="integer", compact=True, max_length=4)
 
 
 def _row(label: str, widget: Any) -> ComposeResult:

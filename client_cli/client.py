@@ -269,8 +269,11 @@ class GameClient:
             else:
                 player.connected = member.connected
         back_in_lobby = previous is None or previous.phase is not m.Phase.LOBBY
-        if room.phase is m.Phase.LOBBY and back_in_lobby:
-            self._reset_race()
+        after_race = previous is not None and previous.phase is m.Phase.FINISHED
+        if (room.phase is m.Phase.LOBBY and back_in_lobby) or (
+            after_race and room.phase is not m.Phase.FINISHED
+        ):
+            self._reset_race()  # a rematch or a new race: the last results are history
         self._tell("room", room)
 
     def _reset_race(self) -> None:

@@ -82,6 +82,7 @@ def opponent_lines(players: list[Opponent], me: str | None) -> Text:
         name += " 🤖" if player.bot else ""
         out.append(f"{name}\n", "bold" if player.player_id == me else "")
         out.append_text(progress_bar(player.cleared))
+        out.append(f"  {player.moves} moves", "grey70")
         status = player.status if player.connected else f"{player.status}, offline"
         if player.finish_ms is not None:
             status = f"#{player.rank} in {clock(player.finish_ms)}"
@@ -139,7 +140,7 @@ class RaceScreen(ClientScreen):
         countdown.update("" if left is None else f"race starts in {left:0.1f} s …")
         if state.race is not None:
             self.query_one("#clock", Static).update(
-                f"⏱ {clock(state.race_elapsed() * 1000)}   {own_status(state)}"
+                f"race clock {clock(state.race_elapsed() * 1000)}   {own_status(state)}"
             )
         if self.flash_position is not None and time.monotonic() > self.flash_until:
             self.flash_position = None
@@ -273,6 +274,7 @@ class ResultsScreen(ClientScreen):
             f"commitment {race.commitment[:12]}… {'✔' if check.commitment_ok else '✗'} · "
             f"deal {'✔' if check.deal_ok else '✗'} · winning line {'✔' if check.line_ok else '✗'}"
             f"\nwinning line: {len(race.solution)} steps — n / p to step, a to play it"
+            f"\n{rematch_text(state.room)}"
         )
         self.query_one("#rematch", Button).disabled = state.role is m.Role.SPECTATOR
         self.draw_replay()
@@ -323,6 +325,16 @@ class ResultsScreen(ClientScreen):
     @on(Button.Pressed, "#leave")
     async def leave(self) -> None:
         await self.tripeaks.client.leave()
+
+
+def rematch_text(room: m.RoomState | None) -> str:
+    """Who has asked for a rematch (the next race starts when everyone has)."""
+    if room is None or room.phase is not m.Phase.FINISHED:
+        return ""
+    asked = [x.name for x in room.members if x.ready]
+    if not asked:
+        return "rematch: press the button; the next race starts when every player has"
+    return f"rematch asked by {', '.join(asked)} ({len(asked)}/{len(room.members)})"
 
 
 class WatchScreen(ClientScreen):

@@ -120,6 +120,12 @@ async def test_a_host_races_a_second_client_to_the_finish_with_key_presses(tmp_p
             assert "commitment" in summary and "✗" not in summary and "practice" in summary
             await pilot.press("n")
             assert "1/" in text_of(app, "#replay-step")
+            await pilot.click("#rematch")
+            await until(pilot, lambda: "rematch asked by alice" in text_of(app, "#summary"))
+            await rival.send(m.Rematch())
+            await until(pilot, lambda: racing(app) and app.client.state.race_over is None)
+            board = app.client.state.board
+            assert board is not None and board.confirmed.cleared == 0
             await rival.close()
 
 
