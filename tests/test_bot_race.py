@@ -185,3 +185,14 @@ async def test_the_bot_command_exits_non_zero_with_the_reason(tmp_path: Path) ->
         status, _, err = await run_cli("bot", "--server", server.ws_url, "--room", "QQQQQQ")
     assert status == 1
     assert "could not be completed" in err and "no room has that code" in err.lower()
+
+
+async def test_a_hundred_and_twenty_eight_bots_race_in_one_process(tmp_path: Path) -> None:
+    options = m.RoomOptions(countdown_s=0, undo=m.UndoPolicy.OFF, max_players=16)
+    async with running_server(tmp_path) as server:
+        rooms = await asyncio.gather(
+            *(run_bots(server.ws_url, 16, host=True, options=options) for _ in range(8))
+        )
+    assert all(r.ok for r in rooms), [e for r in rooms for e in r.errors]
+    assert len({r.room for r in rooms}) == 8
+    assert sum(len(r.bots) for r in rooms) == 128
