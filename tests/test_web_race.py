@@ -22,14 +22,17 @@ from playwright.async_api import Browser, Page
 
 from client_cli.bot import BotSettings, RaceResults, run_bots
 from protocol import messages as m
+from protocol.dealer import deal_for_seed
 from protocol.errors import CloseCode
 from protocol.game import HIDDEN, Deal, Game, Rules
 from tests import webutil
-from tests.serverutil import RunningServer, start_server
+from tests.serverutil import RunningServer, connect, move_request, start_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-PLAYERS = 3
+PLAYERS = 3  # two greedy bots and one scripted player who knows the winning line
+PACE = 8.0  # moves per second per player
+PRACTICE_SEED = "web-test-1"
 
 #: Runs in the page before its own scripts: records each distinct drawing of
 #: the boards (per player: 28 labels, or null for a played slot) and every
@@ -114,7 +117,26 @@ async def watched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Wat
         await server.stop()
 
 
+async def _play_the_winning_line(server: RunningServer, code: str, line: tuple[Any, ...]) -> None:
+    """A scripted player who knows the practice deal's winning line and plays it steadily."""
+    player = await connect(server.ws_url, "Solver", encoding="json")
+    try:
+        await player.request(m.Join(code), m.RoomState)
+        await player.send(m.Ready(True))
+        await player.expect(m.RaceStart, timeout=60)
+        for seq, step in enumerate(line, start=1):
+            await asyncio.sleep(1 / PACE)
+            result = await player.request(move_request(seq, step), m.MoveResult)
+            assert result.accepted, f"move {seq} ({step}) refused: {result.reason}"
+        await player.expect(m.RaceOver, timeout=120)
+    finally:
+        await player.close()
+
+
 async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
+    # A practice seed makes the deal known here, so one player can be sure to
+    # finish (the greedy bots may get stuck); the bots still play it blind.
+    dealt = await asyncio.to_thread(deal_for_seed, PRACTICE_SEED, Rules())
     loop = asyncio.get_running_loop()
     code_known: asyncio.Future[str] = loop.create_future()
 
@@ -122,18 +144,15 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
         if event == "joined" and not code_known.done():
             code_known.set_result(detail)
 
-    options = m.RoomOptions(name="Browser test race", public=True, countdown_s=4)
+    options = m.RoomOptions(
+        name="Browser test race", public=True, countdown_s=4, practice_seed=PRACTICE_SEED
+    )
+    settings = BotSettings(name_prefix="Bot ", on_event=on_event, seed=7, min_players=PLAYERS)
     bots_task = asyncio.create_task(
-        run_bots(
-            server.ws_url,
-            PLAYERS,
-            host=True,
-            pace=8.0,
-            options=options,
-            settings=BotSettings(name_prefix="Bot ", on_event=on_event, seed=7),
-        )
+        run_bots(server.ws_url, 2, host=True, pace=PACE, options=options, settings=settings)
     )
     code = await asyncio.wait_for(code_known, 30)
+    solver_task = asyncio.create_task(_play_the_winning_line(server, code, dealt.solution))
     desktop = await webutil.new_page(browser, webutil.DESKTOP)
     await desktop.add_init_script(SNAPSHOT_SCRIPT)
     phone = await webutil.new_page(browser, webutil.PHONE)
@@ -155,8 +174,10 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
             break
         await asyncio.sleep(0.1)
     watched.bots = await asyncio.wait_for(bots_task, 120)
+    await asyncio.wait_for(solver_task, 30)
     assert watched.bots.ok, watched.bots.errors
     assert watched.bots.race_over is not None
+    assert list(watched.bots.race_over.deal.peaks) == dealt.deal.codes()["peaks"]
     await _watch_until_over(desktop, watched.samples)
     await phone.locator("#results").wait_for(state="visible", timeout=30_000)
     for page in (desktop, phone):
@@ -189,7 +210,7 @@ async def test_every_players_board_appears_with_cards_and_backs(watched: Watched
     panels = watched.desktop.locator(".player-panel")
     assert await panels.count() == PLAYERS
     names = sorted(await watched.desktop.locator(".player-name").all_inner_texts())
-    assert names == [f"Bot {i}" for i in range(1, PLAYERS + 1)]
+    assert names == ["Bot 1", "Bot 2", "Solver"]
     first = next(s for s in watched.snapshots if len(s["boards"]) == PLAYERS)
     opening = [entry["board"] for entry in first["boards"].values()]
     assert all(len(board) == 28 for board in opening)
@@ -233,6 +254,7 @@ async def test_finish_order_and_standings_match_the_stored_race(watched: Watched
             format_ms(player["finish_ms"]) if player["status"] == "finished" else player["status"]
         )
         name = player["name"] + (" (bot)" if player["is_bot"] else "")
+        assert player["name"] == "Solver" or player["is_bot"]
         expected.append(
             [
                 player["player_id"],
@@ -245,6 +267,7 @@ async def test_finish_order_and_standings_match_the_stored_race(watched: Watched
         )
     assert rows == expected
     finishers = [p for p in watched.race["players"] if p["status"] == "finished"]
+    assert "Solver" in [p["name"] for p in finishers]
     order = await watched.desktop.eval_on_selector_all(
         "#finish-order li", "items => items.map(i => i.dataset.player)"
     )
@@ -430,8 +453,6 @@ async def test_a_missing_room_gets_a_clear_message(watched: WatchedRace) -> None
 
 
 async def _host_room(server: RunningServer, **options: Any) -> tuple[Any, str]:
-    from tests.serverutil import connect
-
     host = await connect(server.ws_url, "Host", encoding="json")
     state = await host.request(m.CreateRoom(m.RoomOptions(**options)), m.RoomState)
     return host, state.code
@@ -550,7 +571,7 @@ async def test_the_front_page_lists_public_rooms_live_and_opens_a_code(
         assert cells[:5] == [code, "Late arrivals", "1 / 8", "0", "lobby"]
         race_id = watched.race["race_id"]
         recent = page.locator(f"#races li[data-race='{race_id}'] a")
-        assert await recent.inner_text() == "Browser test race"
+        assert await recent.inner_text() == "Browser test race (practice)"
         assert await recent.get_attribute("href") == f"/races/{race_id}"
         await webutil.screenshot(page, "lobby-desktop")
         await page.set_viewport_size(webutil.PHONE)

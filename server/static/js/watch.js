@@ -268,6 +268,8 @@ class Watcher {
     if (!message.standings.some((s) => s.status === "finished")) {
       $("no-finish").textContent = "Nobody finished this race.";
     }
+    $("results-heading").textContent = message.practice
+      ? "Race over (practice: dealt from a chosen seed)" : "Race over";
     $("par").textContent = message.par === null ? "unknown" : `${message.par} draws`;
     $("seed").textContent = message.seed;
     $("commitment").textContent = message.commitment;
