@@ -63,15 +63,13 @@ class ServerRefused(ClientError):
 
 
 def error_text(error: m.Error) -> str:
-    """A server error in words: its own message, with the meaning of its code as a fallback."""
+    """A server error in words: its own message, or the meaning of its code if it has none."""
     try:
         known = ERROR_TEXT[ErrorCode(error.code)]
     except ValueError:
         known = f"error {error.code}"
-    message = error.message.strip()
-    if not message or message == known:
-        return known[:1].upper() + known[1:] + "."
-    return f"{message[:1].upper()}{message[1:]} ({known})."
+    message = error.message.strip().rstrip(".") or known
+    return f"{message[:1].upper()}{message[1:]}."
 
 
 def close_text(code: int | None, reason: str = "") -> str:

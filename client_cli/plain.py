@@ -276,6 +276,11 @@ class PlainUI:
             self.say(f"refused: {verdict.text}")
 
 
+async def _until_race_over(client: GameClient, reader: asyncio.Task[None]) -> None:
+    while not reader.done() and client.state.race_over is None and client.state.room:
+        await asyncio.sleep(0.1)
+
+
 def _read_lines(stdin: TextIO) -> asyncio.Queue[str | None]:
     """Lines of ``stdin`` as they come, ``None`` at the end.
 
@@ -332,7 +337,12 @@ async def run_plain(
                 next_line.cancel()
                 break
             text = next_line.result()
-            if text is None or not await ui.command(text):
+            if text is None:
+                # Out of input: a spectator keeps watching until the race is over.
+                if client.state.role is m.Role.SPECTATOR:
+                    await _until_race_over(client, reader)
+                break
+            if not await ui.command(text):
                 break
         if reader.done() and client.state.connection == "closed":
             status = 1

@@ -134,7 +134,7 @@ async def test_an_unknown_room_code_is_reported_in_words(tmp_path: Path) -> None
     async with running_server(tmp_path) as server:
         results = await run_bots(server.ws_url, 2, room="ZZZZZZ")
     assert not results.ok
-    assert all("no room has that code" in (b.error or "").lower() for b in results.bots)
+    assert all("no room has" in (b.error or "").lower() for b in results.bots)
 
 
 async def test_a_server_that_is_not_there_is_reported_in_words() -> None:
@@ -184,7 +184,7 @@ async def test_the_bot_command_exits_non_zero_with_the_reason(tmp_path: Path) ->
     async with running_server(tmp_path) as server:
         status, _, err = await run_cli("bot", "--server", server.ws_url, "--room", "QQQQQQ")
     assert status == 1
-    assert "could not be completed" in err and "no room has that code" in err.lower()
+    assert "could not be completed" in err and "no room has" in err.lower()
 
 
 async def test_a_hundred_and_twenty_eight_bots_race_in_one_process(tmp_path: Path) -> None:

@@ -27,9 +27,9 @@ class PlainProcess:
         self.lines: list[str] = []
 
     @classmethod
-    async def start(cls, *args: str) -> PlainProcess:
+    async def start(cls, *args: str, command: tuple[str, ...] = ("play",)) -> PlainProcess:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "client_cli", "play", "--plain", *args,
+            sys.executable, "-m", "client_cli", *command, "--plain", *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
@@ -101,10 +101,37 @@ async def test_plain_mode_joins_by_code_and_says_when_the_code_is_wrong(tmp_path
         await plain.wait_for("connected as joiner")
         await plain.send("join NOPE77")
         error = await plain.wait_for("error:")
-        assert "no room has that code" in error.lower()
+        assert "no room has" in error.lower()
         await plain.send("frobnicate")
         await plain.wait_for("unknown command")
         assert await plain.finish() == 0
+
+
+async def test_a_plain_watcher_with_no_input_watches_to_the_end(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        host = await connect(server.ws_url, "hosty")
+        room = await host.request(m.CreateRoom(m.RoomOptions(countdown_s=0)), m.RoomState)
+        guest = await connect(server.ws_url, "guesty")
+        await guest.request(m.Join(room.code), m.RoomState)
+        await guest.send(m.Ready(True))
+        watcher = await PlainProcess.start(
+            "--server", server.ws_url, "--name", "eyes", command=("watch", room.code)
+        )
+        await watcher.wait_for("watching")
+        assert watcher.process.stdin is not None
+        watcher.process.stdin.close()  # nothing more to say: it must keep watching
+        await host.send(m.Ready(True))
+        await host.send(m.Start())
+        await host.expect(m.RaceStart, timeout=30)
+        await host.send(m.MoveRequest(1, m.MoveAction.DRAW))
+        await watcher.wait_for("hosty: 0/28 cleared")
+        await host.send(m.Resign())
+        await guest.send(m.Resign())
+        await watcher.wait_for("race over")
+        await watcher.wait_for("checks:")
+        assert await asyncio.wait_for(watcher.process.wait(), 30) == 0
+        await host.close()
+        await guest.close()
 
 
 async def test_plain_mode_reports_a_server_that_is_down() -> None:
