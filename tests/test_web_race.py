@@ -34,17 +34,22 @@ PLAYERS = 3  # two greedy bots and one scripted player who knows the winning lin
 PACE = 8.0  # moves per second per player
 PRACTICE_SEED = "web-test-1"
 
-#: Runs in the page before its own scripts: records each distinct drawing of
-#: the boards (per player: 28 labels, or null for a played slot) and every
-#: card name anywhere in the document, whether the results were shown yet.
+#: Runs in the page before its own scripts and records, each time the page
+#: changes (the ticking clock aside): the phase, the countdown, every
+#: progress bar, every board (per player: 28 labels, null for a played slot)
+#: with its waste card, every card named anywhere in the document, and
+#: whether the results are shown.  Recording in the page itself means a busy
+#: test machine cannot make the test miss a frame.
 SNAPSHOT_SCRIPT = """
 (() => {
   window.__snapshots = [];
   let last = "";
   const RANKS = "Ace|Two|Three|Four|Five|Six|Seven|Eight|Nine|Ten|Jack|Queen|King";
   const CARD = new RegExp(`(${RANKS}) of (clubs|diamonds|hearts|spades)`, "g");
+  const byId = (id) => document.getElementById(id);
   const take = () => {
     const boards = {};
+    const progress = {};
     for (const panel of document.querySelectorAll(".player-panel[data-player]")) {
       const spots = [...panel.querySelectorAll(".peaks .spot")];
       const waste = panel.querySelector("[data-pile=waste] .card");
@@ -52,20 +57,32 @@ SNAPSHOT_SCRIPT = """
         board: spots.map((s) => s.firstChild ? s.firstChild.getAttribute("aria-label") : "?"),
         waste: waste ? waste.getAttribute("aria-label") : null,
       };
+      progress[panel.dataset.player] = panel.querySelector("progress").value;
     }
-    const results = document.getElementById("results");
     const names = new Set();
     for (const node of document.querySelectorAll("[aria-label]")) {
       for (const match of node.getAttribute("aria-label").matchAll(CARD)) names.add(match[0]);
     }
-    const text = document.body ? document.body.innerText : "";
+    const text = document.body ? document.body.textContent : "";
     for (const match of text.matchAll(CARD)) names.add(match[0]);
-    const snapshot = { over: results ? !results.hidden : false, boards, names: [...names].sort() };
+    const countdown = byId("countdown");
+    const snapshot = {
+      over: byId("results") ? !byId("results").hidden : false,
+      phase: byId("room-phase") ? byId("room-phase").textContent : "",
+      countdown: countdown && !countdown.hidden ? countdown.textContent : null,
+      progress,
+      boards,
+      names: [...names].sort(),
+    };
     const json = JSON.stringify(snapshot);
     if (json !== last) { last = json; window.__snapshots.push(snapshot); }
   };
-  new MutationObserver(take).observe(document, { subtree: true, childList: true,
-    attributes: true, characterData: true });
+  const onlyClock = (records) => records.every((r) => {
+    const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+    return node && node.closest("#clock");
+  });
+  new MutationObserver((records) => { if (!onlyClock(records)) take(); })
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 })();
 """
 
@@ -81,28 +98,20 @@ class WatchedRace:
     code: str
     bots: RaceResults
     race: dict[str, Any]
-    #: (phase badge text, cleared per player) sampled while the race ran.
-    samples: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
-    #: Countdown numbers the page showed before the start.
-    countdown: set[str] = field(default_factory=set)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def _cleared(page: Page) -> tuple[int, ...]:
-    values = await page.eval_on_selector_all(
-        ".player-panel", "nodes => nodes.map(n => Number(n.dataset.cleared || 0))"
+async def _glance(page: Page) -> tuple[str, int, bool]:
+    """Phase, total cards cleared and whether the results are up, in one round trip."""
+    state: list[Any] = await page.evaluate(
+        """() => [
+            document.getElementById("room-phase").textContent,
+            [...document.querySelectorAll(".player-panel progress")]
+                .reduce((sum, bar) => sum + bar.value, 0),
+            !document.getElementById("results").hidden,
+        ]"""
     )
-    return tuple(values)
-
-
-async def _watch_until_over(page: Page, samples: list[tuple[str, tuple[int, ...]]]) -> None:
-    results = page.locator("#results")
-    for _ in range(900):  # bounded: at most about three minutes
-        samples.append((await page.inner_text("#room-phase"), await _cleared(page)))
-        if await results.is_visible():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError("the watch page never showed the race results")
+    return state[0], state[1], state[2]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -145,7 +154,7 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
             code_known.set_result(detail)
 
     options = m.RoomOptions(
-        name="Browser test race", public=True, countdown_s=4, practice_seed=PRACTICE_SEED
+        name="Browser test race", public=True, countdown_s=5, practice_seed=PRACTICE_SEED
     )
     settings = BotSettings(name_prefix="Bot ", on_event=on_event, seed=7, min_players=PLAYERS)
     bots_task = asyncio.create_task(
@@ -159,18 +168,13 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
     await desktop.goto(f"{server.url}/watch/{code}")
     await phone.goto(f"{server.url}/watch/{code}")
     watched = WatchedRace(server, browser, desktop, phone, code, None, {})  # type: ignore[arg-type]
-    shot_taken = False
-    for _ in range(900):
-        phase = await desktop.inner_text("#room-phase")
-        cleared = await _cleared(desktop)
-        watched.samples.append((phase, cleared))
-        if await desktop.locator("#countdown").is_visible():
-            watched.countdown.add(await desktop.inner_text("#countdown"))
-        if not shot_taken and phase == "racing" and sum(cleared) >= 3 * PLAYERS:
+    for _ in range(1200):  # bounded: about two minutes
+        phase, cleared, over = await _glance(desktop)
+        if over:
+            break
+        if phase == "racing" and cleared >= 3 * PLAYERS:
             await webutil.screenshot(desktop, "watch-racing-desktop")
             await webutil.screenshot(phone, "watch-racing-phone")
-            shot_taken = True
-        if await desktop.locator("#results").is_visible():
             break
         await asyncio.sleep(0.1)
     watched.bots = await asyncio.wait_for(bots_task, 120)
@@ -178,7 +182,7 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
     assert watched.bots.ok, watched.bots.errors
     assert watched.bots.race_over is not None
     assert list(watched.bots.race_over.deal.peaks) == dealt.deal.codes()["peaks"]
-    await _watch_until_over(desktop, watched.samples)
+    await desktop.locator("#results").wait_for(state="visible", timeout=30_000)
     await phone.locator("#results").wait_for(state="visible", timeout=30_000)
     for page in (desktop, phone):
         await page.wait_for_function(
@@ -218,9 +222,13 @@ async def test_every_players_board_appears_with_cards_and_backs(watched: Watched
 
 
 async def test_the_countdown_counts_down_before_the_start(watched: WatchedRace) -> None:
-    assert watched.countdown, "no countdown was seen"
-    assert watched.countdown <= {"1", "2", "3", "4"}
-    assert len(watched.countdown) >= 2
+    shown = [s["countdown"] for s in watched.snapshots if s["countdown"] is not None]
+    assert shown, "no countdown was shown"
+    assert set(shown) <= {"1", "2", "3", "4", "5"}
+    numbers = [int(n) for n in shown]
+    assert numbers == sorted(numbers, reverse=True)
+    first_racing = next(i for i, s in enumerate(watched.snapshots) if s["phase"] == "racing")
+    assert all(s["countdown"] is None for s in watched.snapshots[first_racing:])
 
 
 async def test_the_spectator_count_includes_every_watching_page(watched: WatchedRace) -> None:
@@ -229,8 +237,8 @@ async def test_the_spectator_count_includes_every_watching_page(watched: Watched
 
 
 async def test_progress_bars_move_while_the_race_is_running(watched: WatchedRace) -> None:
-    during = {cleared for phase, cleared in watched.samples if phase == "racing"}
-    totals = sorted({sum(cleared) for cleared in during})
+    during = [s["progress"] for s in watched.snapshots if s["phase"] == "racing"]
+    totals = sorted({sum(progress.values()) for progress in during})
     assert len(totals) >= 3, f"progress seen during the race: {totals}"
     assert totals[0] < totals[-1]
     bars = await watched.desktop.eval_on_selector_all(
