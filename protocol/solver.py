@@ -12,7 +12,8 @@ Two exact methods share that state:
 
 **Depth-first search** (:func:`_depth_first`) tries plays before draws and
 stops at the first win.  Most deals are won within a few hundred states, so
-it runs first, with a fixed budget of states.
+it runs first: short probes, each with a fixed budget of states and its own
+move order.
 
 **Layered search** (:func:`_layered`) expands all states with 0 draws, then
 all with 1 draw, and so on: the first layer holding a win gives par.  It
@@ -32,7 +33,7 @@ set of masks cost more than the few states it removes.)
 
 Exactness: every state is expanded, skipped as dominated, or pruned by the
 sound rule above, so the answers (winnable, par) never depend on the budget,
-the move order or time; the budget only chooses which method finds a line.
+the move order or time; they only choose which method finds the line.
 """
 
 from __future__ import annotations
@@ -42,13 +43,40 @@ from typing import Final
 
 from protocol.cards import RANK_COUNT, Card, is_adjacent, rank_of
 from protocol.game import DRAW, Deal, Game, Move
-from protocol.layout import COVERED_BY, PEAK_CARDS, row_of
+from protocol.layout import COVERED_BY, COVERS, PEAK_CARDS, ROWS, row_of
 
 #: The waste-top "rank" of an empty waste: every card fits on it.
 EMPTY: Final = RANK_COUNT
 FULL: Final = (1 << PEAK_CARDS) - 1
-#: States the depth-first search may expand before the layered search decides.
-DEPTH_FIRST_BUDGET: Final = 3000
+#: States each depth-first probe may expand before the next one (or the
+#: layered search) takes over.
+PROBE_BUDGET: Final = 500
+
+
+def _order(row_first: bool, key: str) -> tuple[int, ...]:
+    """A static order of positions for one depth-first probe."""
+    middle = {row: (r.start + r.stop - 1) / 2 for row, r in enumerate(ROWS)}
+
+    def rank(p: int) -> tuple[float, ...]:
+        row = row_of(p) if row_first else -row_of(p)
+        tie = {"left": p, "right": -p, "middle": abs(p - middle[row_of(p)])}[key]
+        return (row, tie)
+
+    return tuple(sorted(range(PEAK_CARDS), key=rank))
+
+
+#: Move orders of the successive probes.  Backtracking search has a heavy
+#: tail: a deal one order gets lost on is often quick in another, so several
+#: short probes find more wins per state than one long one (measured).
+_PROBE_ORDERS: Final = (
+    _order(False, "left"),
+    _order(False, "right"),
+    tuple(sorted(range(PEAK_CARDS), key=lambda p: (-len(COVERS[p]), p))),
+    _order(True, "left"),
+    _order(False, "middle"),
+    _order(True, "right"),
+    tuple(sorted(range(PEAK_CARDS), key=lambda p: (-len(COVERS[p]), -p))),
+)
 _NEVER: Final = 1 << 30
 
 
@@ -87,18 +115,14 @@ class _Board:
         ]
         #: ``adjacent[t]``: ranks that may go on top rank ``t`` (all, on an empty waste).
         self.adjacent: tuple[tuple[int, ...], ...] = (*adjacent, tuple(range(RANK_COUNT)))
-        # Bottom row first, left to right, then the rows above: measured to
-        # find wins in fewer states than other static orders.
-        order = sorted(range(PEAK_CARDS), key=lambda p: (-row_of(p), p))
         #: ``fitting[t]``: positions whose card may go on top rank ``t``.
-        self.fitting: tuple[tuple[int, ...], ...] = tuple(
+        self.fitting = self.fitting_in(_PROBE_ORDERS[0])
+
+    def fitting_in(self, order: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """Per top rank, the positions whose card fits on it, in ``order``."""
+        return tuple(
             tuple(p for p in order if self.peak_ranks[p] in self.adjacent[top])
             for top in range(RANK_COUNT + 1)
-        )
-        #: ``rank_masks[q]``: positions holding a card of rank ``q``.
-        self.rank_masks = tuple(
-            sum(1 << p for p in range(PEAK_CARDS) if self.peak_ranks[p] == q)
-            for q in range(RANK_COUNT)
         )
 
 
@@ -124,9 +148,11 @@ def _solve(board: _Board, want_par: bool) -> SolveResult:
     limit = len(board.stock_ranks)
     nodes = 0
     if not want_par:
-        line, nodes = _depth_first(board, limit, DEPTH_FIRST_BUDGET)
+        line, nodes, complete = _probe(board, limit)
         if line is not None:
             return SolveResult(True, tuple(line), None, nodes)
+        if complete:
+            return SolveResult(False, None, None, nodes)
     last_draw, line, states = _layered(board, limit)
     nodes += states
     if line is None or last_draw is None:
@@ -150,8 +176,8 @@ def wins_within(deal: Deal, max_draws: int) -> tuple[Move, ...] | None:
     """A win using at most ``max_draws`` draws, or ``None`` when there is none."""
     board = _Board(deal)
     limit = max(0, min(max_draws, len(board.stock_ranks)))
-    line, _ = _depth_first(board, limit, DEPTH_FIRST_BUDGET)
-    if line is None:
+    line, _, complete = _probe(board, limit)
+    if line is None and not complete:
         _, line, _ = _layered(board, limit)
     return None if line is None else tuple(line)
 
@@ -169,24 +195,47 @@ def _sources(board: _Board, limit: int) -> tuple[list[int], list[int]]:
     return avail, left
 
 
-def _depth_first(board: _Board, limit: int, budget: int) -> tuple[list[Move] | None, int]:
+def _probe(board: _Board, limit: int) -> tuple[list[Move] | None, int, bool]:
+    """Short depth-first searches in each probe order: ``(line, states, complete)``.
+
+    ``complete`` is true when a search ran to its end without a win, which
+    proves that no win draws at most ``limit`` cards.  States proved lost are
+    shared between the probes: that knowledge does not depend on the order.
+    """
+    failed: dict[int, int] = {}
+    nodes = 0
+    for index, order in enumerate(_PROBE_ORDERS):
+        fitting = board.fitting if index == 0 else board.fitting_in(order)
+        line, count = _depth_first(board, limit, PROBE_BUDGET, fitting, failed)
+        nodes += count
+        if line is not None or count < PROBE_BUDGET:
+            return line, nodes, line is None
+    return None, nodes, False
+
+
+def _depth_first(
+    board: _Board,
+    limit: int,
+    budget: int,
+    fitting: tuple[tuple[int, ...], ...],
+    failed: dict[int, int],
+) -> tuple[list[Move] | None, int]:
     """Look for a win drawing at most ``limit`` cards, expanding at most ``budget`` states.
 
-    Returns a winning line or ``None`` (no win, or the budget ran out), and
-    the number of states expanded.
+    Returns a winning line or ``None``, and the number of states expanded; a
+    ``None`` with fewer than ``budget`` states expanded proves there is no win.
+    ``failed[mask | top << 28]`` is the fewest draws with which that state
+    was proved lost; the same state with as many draws or more is lost too
+    (see the module doc).  The search reads and extends it.
     """
     peak_ranks = board.peak_ranks
     stock_ranks = board.stock_ranks
     cover_masks = board.cover_masks
     adjacent = board.adjacent
-    fitting = board.fitting
     avail, left = _sources(board, limit)
     start_forced = _forced_at_start(board, avail, left)
     if start_forced == -2:
         return None, 0
-    # failed[(mask, top)]: fewest draws with which that state was lost; the
-    # same state with at least as many draws is lost too (see module doc).
-    failed: dict[int, int] = {}
     line: list[Move] = []
     count = [0]
 

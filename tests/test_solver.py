@@ -169,7 +169,7 @@ def _agree(record: dict[str, Any]) -> None:
     deal = _deal(record)
     board = _Board(deal)
     limit = len(deal.stock)
-    depth_line, _ = _depth_first(board, limit, 10**9)
+    depth_line, _ = _depth_first(board, limit, 10**9, board.fitting, {})
     _, layered_line, _ = _layered(board, limit)
     assert (depth_line is not None) is record["winnable"]
     assert (layered_line is not None) is record["winnable"]
@@ -201,7 +201,7 @@ def test_both_exact_methods_and_the_plain_baseline_agree_on_an_unwinnable_deal()
 def test_the_budget_of_the_depth_first_probe_never_changes_the_verdict() -> None:
     deal = _deal(next(r for r in _golden() if r["winnable"] and r["par"] >= 10))
     board = _Board(deal)
-    line, nodes = _depth_first(board, len(deal.stock), 5)
+    line, nodes = _depth_first(board, len(deal.stock), 5, board.fitting, {})
     assert line is None and nodes == 5  # the probe gave up ...
     _, layered_line, _ = _layered(board, len(deal.stock))
     assert layered_line is not None  # ... and the exhaustive search still wins
