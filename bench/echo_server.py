@@ -16,6 +16,9 @@ import sys
 
 from aiohttp import WSMsgType, web
 
+#: The game server's subprotocols, so the same clients connect to both.
+SUBPROTOCOLS = ("tripeaks.v1.msgpack", "tripeaks.v1.json")
+
 
 def use_fast_loop() -> str:
     """Install uvloop's policy when it is importable, as the game server does."""
@@ -29,7 +32,7 @@ def use_fast_loop() -> str:
 
 async def echo(request: web.Request) -> web.WebSocketResponse:
     """Send every data frame straight back, binary as binary and text as text."""
-    ws = web.WebSocketResponse(compress=False, max_msg_size=65536)
+    ws = web.WebSocketResponse(protocols=SUBPROTOCOLS, compress=False, max_msg_size=65536)
     await ws.prepare(request)
     async for msg in ws:
         if msg.type == WSMsgType.BINARY:

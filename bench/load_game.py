@@ -19,6 +19,7 @@ and a player that is stuck, or about to win, undoes a few moves and plays on.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections import deque
@@ -26,10 +27,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import msgpack
 
 from bench.load_stats import Histogram
+from bench.load_wire import WireClient, connect
 from protocol import codec
 from protocol import messages as m
 from protocol.cards import ALL_CODES, RANKS, is_adjacent
@@ -64,6 +65,8 @@ class Meters:
     hists: dict[str, Histogram] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     burst_active: bool = False
+    opened: float = 0.0  # perf_counter() when the window opened
+    worst_by_second: list[float] = field(default_factory=list)
 
     def record(self, name: str, seconds: float) -> None:
         if self.measuring:
@@ -71,6 +74,16 @@ class Meters:
             if hist is None:
                 hist = self.hists[name] = Histogram()
             hist.record(seconds)
+
+    def timeline(self, sent: float, seconds: float) -> None:
+        """Worst move round trip per second of the window (to see stalls)."""
+        if self.measuring:
+            second = int(sent - self.opened)
+            if second >= 0:
+                while len(self.worst_by_second) <= second:
+                    self.worst_by_second.append(0.0)
+                if seconds > self.worst_by_second[second]:
+                    self.worst_by_second[second] = seconds
 
     def count(self, name: str, n: int = 1) -> None:
         if self.measuring:
@@ -82,18 +95,19 @@ class SetupError(RuntimeError):
 
 
 class Conn:
-    """One WebSocket with a reader task that counts frames and wakes waiters by tag."""
+    """One WebSocket whose frames are counted and dispatched by tag, from callbacks."""
 
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse, meters: Meters) -> None:
-        self.ws = ws
+    def __init__(self, wire: WireClient, meters: Meters) -> None:
+        self.wire = wire
         self.meters = meters
         self.waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self.player_id = ""
-        self.reader = asyncio.get_running_loop().create_task(self._read())
+        wire.on_message = self._on_message
+        wire.on_close = lambda: self._fail(SetupError("socket closed"))
 
-    async def send(self, message: m.ClientMessage) -> None:
-        await self.ws.send_bytes(codec.encode_msgpack(message))
+    def send(self, message: m.ClientMessage) -> None:
+        self.wire.send(codec.encode_msgpack(message))
 
     def wait_for(self, tag: str) -> asyncio.Future[dict[str, Any]]:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -105,27 +119,24 @@ class Conn:
     ) -> dict[str, Any]:
         """Send ``message`` and wait for the next frame tagged ``tag``."""
         future = self.wait_for(tag)
-        await self.send(message)
+        self.send(message)
         return await asyncio.wait_for(future, timeout)
 
-    async def _read(self) -> None:
+    def _on_message(self, data: bytes) -> None:
         meters = self.meters
-        unpack = msgpack.unpackb
-        async for msg in self.ws:
-            if msg.type != aiohttp.WSMsgType.BINARY:
-                continue
-            meters.count("frames_in")
-            frame = unpack(msg.data)
-            tag = frame["t"]
-            handler = self.handlers.get(tag)
-            if handler is not None:
-                handler(frame)
+        if meters.measuring:
+            meters.counts["frames_in"] = meters.counts.get("frames_in", 0) + 1
+        frame = msgpack.unpackb(data)
+        tag = frame["t"]
+        handler = self.handlers.get(tag)
+        if handler is not None:
+            handler(frame)
+        if self.waiters:
             waiter = self.waiters.pop(tag, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(frame)
             elif tag == "error":
                 self._fail(SetupError(f"server error {frame.get('code')}: {frame.get('message')}"))
-        self._fail(SetupError(f"socket closed ({self.ws.close_code})"))
 
     def _fail(self, exc: Exception) -> None:
         for waiter in self.waiters.values():
@@ -133,29 +144,25 @@ class Conn:
                 waiter.set_exception(exc)
         self.waiters.clear()
 
-    async def close(self) -> None:
-        self.reader.cancel()
-        await self.ws.close()
+    def close(self) -> None:
+        self.wire.close()
 
 
-async def open_conn(
-    session: aiohttp.ClientSession, url: str, meters: Meters, name: str, gate: asyncio.Semaphore
-) -> Conn:
+async def open_conn(url: str, meters: Meters, name: str, gate: asyncio.Semaphore) -> Conn:
     """Connect, negotiate msgpack and say hello as a bot."""
     async with gate:
-        ws = await session.ws_connect(
-            url,
-            protocols=(codec.SUBPROTOCOL_MSGPACK,),
-            compress=0,
-            max_msg_size=codec.MAX_SERVER_FRAME,
-            timeout=aiohttp.ClientWSTimeout(ws_close=5),
-        )
-        conn = Conn(ws, meters)
+        conn = Conn(await connect(url, codec.SUBPROTOCOL_MSGPACK), meters)
         welcome = await conn.request(
             m.Hello(name=name, version=m.PROTOCOL_VERSION, bot=True), "welcome"
         )
         conn.player_id = welcome["player_id"]
         return conn
+
+
+class Clock:
+    """When the window ends; known only at ``go``, so players read it live."""
+
+    deadline: float = math.inf
 
 
 class Player:
@@ -175,7 +182,15 @@ class Player:
         self.undo_run = 0
         self.seq = 0
         self.started = asyncio.get_running_loop().create_future()
-        self.result: asyncio.Future[dict[str, Any]] | None = None
+        # Play state: see play().
+        self.interval_s = 0.0
+        self.clock = Clock()
+        self.next_at = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.awaiting = False
+        self.overdue = False
+        self.sent_at = 0.0
+        self.during_burst = False
         conn.handlers["race_start"] = self._on_race_start
         conn.handlers["move_result"] = self._on_result
 
@@ -213,8 +228,7 @@ class Player:
             self.conn.meters.count("accepted")
         else:
             self.conn.meters.count("rejected")
-        if self.result is not None and not self.result.done():
-            self.result.set_result(frame)
+        self._answered()
 
     def next_move(self) -> m.MoveRequest:
         """Greedy on visible cards; undo a short run when stuck or about to win."""
@@ -242,33 +256,65 @@ class Player:
             if card is not None and card != HIDDEN and is_adjacent(RANK_OF[card], top_rank, True)
         ]
 
-    async def play(self, interval_s: float, deadline: float) -> None:
-        """Move every ``interval_s`` (0: as soon as the last answer came) until ``deadline``."""
-        meters = self.conn.meters
+    def play(self, interval_s: float, clock: Clock) -> None:
+        """Move every ``interval_s`` (0: as soon as the last answer came) until the deadline.
+
+        The schedule is open-loop: a late answer does not push later moves back
+        (a move that is due while one is unanswered goes out with the answer),
+        so a slow server sees the same offered load as a fast one.
+        """
+        self.interval_s = interval_s
+        self.clock = clock
         loop = asyncio.get_running_loop()
-        clock = time.perf_counter
-        next_at = loop.time() + self.rng.random() * interval_s
-        while loop.time() < deadline:
-            if interval_s:
-                await asyncio.sleep(max(0.0, next_at - loop.time()))
-                next_at += interval_s
-            move = self.next_move()
-            self.result = loop.create_future()
-            expected = self.actions + 1
-            sent = clock()
-            self.room.sent(self.player_id, expected, sent)
-            during_burst = meters.burst_active and not self.room.in_burst
-            await self.conn.send(move)
-            meters.count("moves_sent")
-            try:
-                await asyncio.wait_for(self.result, 30)
-            except TimeoutError:
-                meters.count("timeouts")
-                return
-            rtt = clock() - sent
-            meters.record("rtt", rtt)
-            if during_burst:
-                meters.record("rtt_during_burst", rtt)
+        if interval_s:
+            self.next_at = loop.time() + self.rng.random() * interval_s
+            self.timer = loop.call_at(self.next_at, self._tick)
+        else:
+            self._send_move()
+
+    def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self.clock.deadline or self.conn.wire.closed:
+            return
+        self.next_at += self.interval_s
+        self.timer = loop.call_at(self.next_at, self._tick)
+        if self.awaiting:
+            self.overdue = True
+        else:
+            self._send_move()
+
+    def _send_move(self) -> None:
+        if asyncio.get_running_loop().time() >= self.clock.deadline:
+            return
+        move = self.next_move()
+        meters = self.conn.meters
+        self.sent_at = time.perf_counter()
+        self.during_burst = meters.burst_active and not self.room.in_burst
+        self.room.sent(self.player_id, self.actions + 1, self.sent_at)
+        self.awaiting = True
+        self.conn.send(move)
+        if meters.measuring:
+            meters.counts["moves_sent"] = meters.counts.get("moves_sent", 0) + 1
+
+    def _answered(self) -> None:
+        """The answer to the move in flight arrived: time it, then maybe move again."""
+        if not self.awaiting:
+            return
+        self.awaiting = False
+        rtt = time.perf_counter() - self.sent_at
+        meters = self.conn.meters
+        meters.record("rtt", rtt)
+        meters.timeline(self.sent_at, rtt)
+        if self.during_burst:
+            meters.record("rtt_during_burst", rtt)
+        if not self.interval_s or self.overdue:
+            self.overdue = False
+            self._send_move()
+
+    def stop(self) -> None:
+        """Cancel the move timer."""
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 class Room:
@@ -313,7 +359,7 @@ class Room:
         for player in self.players:
             player.started = asyncio.get_running_loop().create_future()
         sent = time.perf_counter()
-        await self.host.send(m.Start())
+        self.host.send(m.Start())
         started: list[float] = await asyncio.wait_for(
             asyncio.gather(*(p.started for p in self.players)), 120
         )
@@ -321,7 +367,6 @@ class Room:
 
 
 async def make_room(
-    session: aiohttp.ClientSession,
     url: str,
     meters: Meters,
     *,
@@ -332,24 +377,24 @@ async def make_room(
     rng: random.Random,
 ) -> Room:
     """Create a room, seat its players and spectators, and get everyone ready."""
-    host = await open_conn(session, url, meters, f"h{index}", gate)
+    host = await open_conn(url, meters, f"h{index}", gate)
     state = await host.request(m.CreateRoom(room_options()), "room_state")
     room = Room(host, state["code"], meters)
     room.size = players
     others = await asyncio.gather(
-        *(open_conn(session, url, meters, f"p{index}.{i}", gate) for i in range(1, players))
+        *(open_conn(url, meters, f"p{index}.{i}", gate) for i in range(1, players))
     )
     conns = [host, *others]
     for conn in conns[1:]:
         await conn.request(m.Join(state["code"]), "room_state")
     for _ in range(spectators):
-        watcher = await open_conn(session, url, meters, f"s{index}", gate)
+        watcher = await open_conn(url, meters, f"s{index}", gate)
         watcher.handlers["spectator_board"] = room.on_spectator_board
         await watcher.request(m.Join(state["code"], m.Role.SPECTATOR), "room_state")
         room.spectators.append(watcher)
     room.players = [Player(c, room, c.player_id, rng) for c in conns]
     for conn in conns:
-        await conn.send(m.Ready(True))
+        conn.send(m.Ready(True))
     try:
         await asyncio.wait_for(room.all_ready.wait(), 60)
     except TimeoutError:

@@ -9,17 +9,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
+import gc
 import random
 import time
 from typing import Any
 
-import aiohttp
-
 from bench.load_game import (
     CONNECT_GATE,
     SETUP_GATE,
+    Clock,
     Conn,
     Meters,
     Room,
@@ -33,31 +31,25 @@ from bench.load_worker import CpuMeter, Job, emit, wait_for_go
 BURST_TAIL_S = 1.0
 
 
-def _session() -> aiohttp.ClientSession:
-    # No pool limit: every WebSocket holds its connection for the whole run.
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-
-
 async def run_idle(job: Job) -> None:
     """Connect ``connections`` players (hello only) and hold them until ``go``."""
     meters = Meters()
     gate = asyncio.Semaphore(CONNECT_GATE)
-    async with _session() as session:
-        conns = await asyncio.gather(
-            *(
-                open_conn(session, job["url"], meters, f"i{n}", gate)
-                for n in range(int(job["connections"]))
-            )
-        )
-        emit("ready", connections=len(conns))
-        await wait_for_go(float(job.get("go_timeout_s", 300)))
-        emit("result", hists={}, counts={"connections": len(conns)}, wall_s=0.0,
-             generator_cpu_pct=0.0)
-        await _close_all(conns)
+    count = int(job["connections"])
+    conns = await asyncio.gather(
+        *(open_conn(job["url"], meters, f"i{n}", gate) for n in range(count))
+    )
+    emit("ready", connections=len(conns))
+    await wait_for_go(float(job.get("go_timeout_s", 300)))
+    emit("result", hists={}, counts={"connections": len(conns)}, wall_s=0.0,
+         generator_cpu_pct=0.0)
+    _close_all(conns)
+    await asyncio.sleep(0.2)
 
 
-async def _close_all(conns: list[Conn]) -> None:
-    await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+def _close_all(conns: list[Conn]) -> None:
+    for conn in conns:
+        conn.close()
 
 
 class RaceLoad:
@@ -68,21 +60,20 @@ class RaceLoad:
         self.meters = Meters()
         self.rng = random.Random(int(job.get("seed", 1)))
         self.interval_s = float(job["interval_s"])
-        self.deadline = math.inf
-        self.tasks: list[asyncio.Task[None]] = []
+        self.clock = Clock()
         self.racing: list[Room] = []
         self.lobby: list[Room] = []
         self.start_offsets: list[float] = [float(x) for x in job.get("start_offsets_s", [])]
         self.burst_at_s: float | None = job.get("burst_at_s")
 
-    async def setup(self, session: aiohttp.ClientSession) -> None:
+    async def setup(self) -> None:
         url = self.job["url"]
         gate = asyncio.Semaphore(CONNECT_GATE)
         players, spectators = int(self.job["players"]), int(self.job["spectators"])
 
         def factory(index: int) -> Any:
             return lambda: make_room(
-                session, url, self.meters, index=index, players=players,
+                url, self.meters, index=index, players=players,
                 spectators=spectators, gate=gate, rng=self.rng,
             )
 
@@ -96,13 +87,7 @@ class RaceLoad:
 
     def _play(self, room: Room) -> None:
         for player in room.players:
-            self.tasks.append(asyncio.create_task(self._play_until_deadline(player)))
-
-    async def _play_until_deadline(self, player: Any) -> None:
-        # The deadline is only known at ``go``; play in slices until it is reached.
-        loop = asyncio.get_running_loop()
-        while loop.time() < self.deadline:
-            await player.play(self.interval_s, min(self.deadline, loop.time() + 1.0))
+            player.play(self.interval_s, self.clock)
 
     async def start_later(self, room: Room, offset_s: float) -> None:
         """Start a lobby room ``offset_s`` into the window, time it, then play it."""
@@ -124,12 +109,14 @@ class RaceLoad:
         meters = self.meters
         meters.hists.clear()
         meters.counts.clear()
+        meters.worst_by_second.clear()
+        meters.opened = time.perf_counter()
         meters.measuring = True
         cpu = CpuMeter()
         duration = float(self.job["duration_s"])
         loop = asyncio.get_running_loop()
         opened = loop.time()
-        self.deadline = opened + duration
+        self.clock.deadline = opened + duration
         starters = [
             asyncio.create_task(self.start_later(room, offset))
             for room, offset in zip(self.lobby, self.start_offsets, strict=True)
@@ -141,7 +128,7 @@ class RaceLoad:
             # The pool keeps refilling its prepared deals just after a burst: count that too.
             await asyncio.sleep(BURST_TAIL_S)
             meters.burst_active = False
-        await asyncio.sleep(max(0.0, self.deadline - loop.time()))
+        await asyncio.sleep(max(0.0, self.clock.deadline - loop.time()))
         wall = loop.time() - opened
         generator_cpu = cpu.pct()
         meters.measuring = False
@@ -152,17 +139,17 @@ class RaceLoad:
             "counts": meters.counts,
             "wall_s": wall,
             "generator_cpu_pct": generator_cpu,
+            "extra": {"worst_rtt_ms_by_second": [round(x * 1000, 1) for x in meters.worst_by_second]},  # noqa: E501
         }
 
-    async def close(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        conns = [
-            conn
-            for room in self.racing + self.lobby
-            for conn in [*(p.conn for p in room.players), *room.spectators]
-        ]
-        await _close_all(conns)
+    def close(self) -> None:
+        conns = []
+        for room in self.racing + self.lobby:
+            for player in room.players:
+                player.stop()
+                conns.append(player.conn)
+            conns += room.spectators
+        _close_all(conns)
 
 
 async def gather_bounded_starts(rooms: list[Room], limit: int) -> list[float]:
@@ -179,19 +166,27 @@ async def gather_bounded_starts(rooms: list[Room], limit: int) -> list[float]:
 async def run_race(job: Job) -> None:
     """Set up, warm up, then measure one window of racing rooms."""
     load = RaceLoad(job)
-    async with _session() as session:
-        try:
-            started = time.monotonic()
-            await load.setup(session)
-            setup_s = time.monotonic() - started
-            await asyncio.sleep(float(job.get("warmup_s", 2.0)))
-            emit("ready", setup_s=round(setup_s, 2), rooms=len(load.racing))
-            await wait_for_go(float(job.get("go_timeout_s", 300)))
-            result = await load.window()
-            emit("result", extra={"setup_s": round(setup_s, 2)}, **result)
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(load.close(), 10)
+    try:
+        started = time.monotonic()
+        await load.setup()
+        setup_s = time.monotonic() - started
+        # The generator's own pauses would show up as server latency: move every
+        # object made so far out of the collector's sight, and collect rarely.
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(100_000, 50, 1000)
+        await asyncio.sleep(float(job.get("warmup_s", 2.0)))
+        emit("ready", setup_s=round(setup_s, 2), rooms=len(load.racing))
+        await wait_for_go(float(job.get("go_timeout_s", 300)))
+        result = await load.window()
+        result["extra"]["setup_s"] = round(setup_s, 2)
+        result["counts"]["unanswered"] = sum(
+            p.awaiting for room in load.racing + load.lobby for p in room.players
+        )
+        emit("result", **result)
+    finally:
+        load.close()
+        await asyncio.sleep(0.2)
 
 
 JOBS = {"idle": run_idle, "race": run_race}

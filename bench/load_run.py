@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import subprocess
 import time
@@ -11,9 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from bench.load_procs import python_module, start, stop
 from bench.load_stats import CpuWindow, Histogram
 
+SERVER_CORE = 0
 GENERATOR_CORE = 1
 #: Above this share of its core the generator, not the server, may be the limit.
 GENERATOR_SATURATED_PCT = 90.0
@@ -54,13 +58,21 @@ class _Worker:
         )
         self.pool = pool
 
-    def read_event(self, expected: str, timeout_s: float) -> dict[str, Any]:
+    def next_line(self) -> concurrent.futures.Future[bytes]:
         assert self.proc.stdout is not None
-        future = self.pool.submit(self.proc.stdout.readline)
+        return self.pool.submit(self.proc.stdout.readline)
+
+    def read_event(
+        self, expected: str, timeout_s: float, line: concurrent.futures.Future[bytes] | None = None
+    ) -> dict[str, Any]:
+        future = line or self.next_line()
         try:
-            line = future.result(timeout=timeout_s)
+            text = future.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
             raise RuntimeError(f"generator gave no {expected!r} within {timeout_s:.0f} s") from None
+        return self._parse(text, expected)
+
+    def _parse(self, line: bytes, expected: str) -> dict[str, Any]:
         if not line:
             raise RuntimeError(f"generator exited ({self.proc.wait()}) before {expected!r}")
         event: dict[str, Any] = json.loads(line)
@@ -79,16 +91,32 @@ def run_window(
     *,
     server_pid: int,
     log: Path,
-    setup_timeout_s: float = 120.0,
+    setup_timeout_s: float = 300.0,
     before_go: Callable[[], None] | None = None,
+    spread_pool: bool = False,
 ) -> WindowResult:
-    """Start one generator per job, wait until all are ready, measure one window, merge."""
+    """Start one generator per job, wait until all are ready, measure one window, merge.
+
+    With ``spread_pool``, the server's child processes (its deal pool) may use
+    every core while the generators set their rooms up, which only shortens
+    the set-up; they are pinned back to the server's core before the window.
+    """
     result = WindowResult()
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         workers: list[_Worker] = []
         try:
             workers = [_Worker(job, log, pool) for job in jobs]
-            result.ready = [w.read_event("ready", setup_timeout_s) for w in workers]
+            lines = [w.next_line() for w in workers]
+            deadline = time.monotonic() + setup_timeout_s
+            while not all(f.done() for f in lines) and time.monotonic() < deadline:
+                # The deal pool starts on the first deal: keep widening new workers.
+                if spread_pool:
+                    pin_children(server_pid, None)
+                concurrent.futures.wait(lines, timeout=0.5)
+            if spread_pool:
+                pin_children(server_pid, [SERVER_CORE])
+            pairs = zip(workers, lines, strict=True)
+            result.ready = [w.read_event("ready", 1.0, line) for w, line in pairs]
             if before_go is not None:
                 before_go()
             window = CpuWindow(server_pid)
@@ -111,6 +139,16 @@ def run_window(
         result.generator_cpu_pct += float(event["generator_cpu_pct"])
     result.generator_cpu_pct = round(result.generator_cpu_pct, 1)
     return result
+
+
+def pin_children(pid: int, cores: list[int] | None) -> None:
+    """Set the CPU affinity of every descendant of ``pid`` (``None``: all cores)."""
+    wanted = cores if cores is not None else list(range(psutil.cpu_count() or 1))
+    if max(wanted) >= (psutil.cpu_count() or 1):
+        return
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            child.cpu_affinity(wanted)
 
 
 def split_evenly(total: int, parts: int) -> list[int]:

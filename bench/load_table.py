@@ -31,7 +31,7 @@ def _race_rows(name: str, fig: dict[str, Any]) -> list[str]:
         f"  p99.9 {_ms(rtt, 'p99_9_ms')}  ({rtt['count'] if rtt else 0} moves)",
         f"{'':13}accepted moves/s {fig['accepted_moves_per_s']:.0f}"
         f"  server frames/s {fig['server_frames_per_s']:.0f}"
-        f"  rejected {fig.get('rejected_moves', 0)}  timeouts {fig.get('timeouts', 0)}",
+        f"  rejected {fig.get('rejected_moves', 0)}",
         f"{'':13}server CPU {fig.get('server_cpu_pct')}% (+deal pool"
         f" {fig.get('server_children_cpu_pct')}%)  RSS {fig.get('server_rss_mib')} MiB"
         f"  generator CPU {gen}",

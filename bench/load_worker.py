@@ -15,13 +15,12 @@ Every loop in here is bounded by the job's deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
-
-import aiohttp
 
 from bench.echo_server import use_fast_loop
 from bench.load_procs import raise_open_file_limit
@@ -56,57 +55,63 @@ class CpuMeter:
         return round(100 * (time.process_time() - self.cpu) / wall, 1)
 
 
-async def connect_all(
-    session: aiohttp.ClientSession, url: str, count: int, protocols: tuple[str, ...] = ()
-) -> list[aiohttp.ClientWebSocketResponse]:
-    """Open ``count`` WebSockets, a bounded number at a time."""
-    gate = asyncio.Semaphore(64)
-
-    async def one() -> aiohttp.ClientWebSocketResponse:
-        async with gate:
-            return await session.ws_connect(
-                url, protocols=protocols, compress=0, autoping=True, max_msg_size=1 << 20
-            )
-
-    return list(await asyncio.gather(*(one() for _ in range(count))))
-
-
 async def run_echo(job: Job) -> None:
-    """Closed-loop round trips on every connection as fast as the server answers."""
+    """Closed-loop round trips on every connection as fast as the server answers.
+
+    Uses the same lean client as the game players, so the two runs cost the
+    generator the same per frame.
+    """
+    from bench.load_wire import WireClient, connect
+
     payload = b"\x00" * int(job["frame_bytes"])
     rtt = Histogram()
     counters = {"round_trips": 0, "errors": 0}
-    async with aiohttp.ClientSession() as session:
-        sockets = await connect_all(session, job["url"], int(job["connections"]))
-        emit("ready", connections=len(sockets))
-        await wait_for_go(float(job.get("go_timeout_s", 300)))
-        meter = CpuMeter()
-        deadline = time.monotonic() + float(job["duration_s"])
+    gate = asyncio.Semaphore(64)
 
-        async def pump(ws: aiohttp.ClientWebSocketResponse) -> None:
-            clock = time.perf_counter
-            while time.monotonic() < deadline:
-                sent = clock()
-                await ws.send_bytes(payload)
-                msg = await ws.receive()
-                if msg.type != aiohttp.WSMsgType.BINARY:
-                    counters["errors"] += 1
-                    return
-                rtt.record(clock() - sent)
-                counters["round_trips"] += 1
+    async def one() -> WireClient:
+        async with gate:
+            return await connect(job["url"], "tripeaks.v1.msgpack")
 
-        await asyncio.gather(*(pump(ws) for ws in sockets))
-        cpu = meter.pct()
-        wall = time.monotonic() - meter.wall
-        counters["frames_in"] = counters["round_trips"]
-        emit(
-            "result",
-            hists={"rtt": rtt.to_json()},
-            counts=counters,
-            wall_s=wall,
-            generator_cpu_pct=cpu,
-        )
-        await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+    clients = await asyncio.gather(*(one() for _ in range(int(job["connections"]))))
+    emit("ready", connections=len(clients))
+    await wait_for_go(float(job.get("go_timeout_s", 300)))
+    meter = CpuMeter()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + float(job["duration_s"])
+    clock = time.perf_counter
+    done = loop.create_future()
+    running = [len(clients)]
+
+    def pump(client: WireClient) -> None:
+        sent = [clock()]
+
+        def on_message(data: bytes) -> None:
+            now = clock()
+            rtt.record(now - sent[0])
+            counters["round_trips"] += 1
+            if loop.time() < deadline:
+                sent[0] = now
+                client.send(payload)
+            else:
+                running[0] -= 1
+                if running[0] == 0 and not done.done():
+                    done.set_result(None)
+
+        client.on_message = on_message
+        client.send(payload)
+
+    for client in clients:
+        pump(client)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done, float(job["duration_s"]) + 10)
+    cpu = meter.pct()
+    wall = time.monotonic() - meter.wall
+    counters["frames_in"] = counters["round_trips"]
+    emit("result", hists={"rtt": rtt.to_json()}, counts=counters, wall_s=wall,
+         generator_cpu_pct=cpu)
+    for client in clients:
+        client.close()
+    await asyncio.sleep(0.2)
 
 
 JOBS: dict[str, Callable[[Job], Coroutine[Any, Any, None]]] = {"echo": run_echo}

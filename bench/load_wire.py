@@ -1,0 +1,202 @@
+"""A minimal WebSocket client (RFC 6455) as an asyncio protocol, for the load generator only.
+
+Why not a library client: the generator has one core to drive thousands of
+connections and must stay well below the server's cost per frame, or the
+benchmark measures itself.  aiohttp's and websockets' clients hand every
+frame to a coroutine (a future, a task wake-up, a queue); here a frame is a
+plain callback straight from ``data_received``, and a move is written to the
+transport from a timer or from the previous answer, with no task at all.
+
+It speaks just what the benchmark needs: the opening handshake with one
+subprotocol, masked binary frames out, unfragmented binary frames in, ping
+answered with pong, and the closing handshake.  It is not a general client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import struct
+from collections.abc import Callable
+from typing import Final, cast
+
+_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+OP_CONTINUATION, OP_TEXT, OP_BINARY = 0x0, 0x1, 0x2
+OP_CLOSE, OP_PING, OP_PONG = 0x8, 0x9, 0xA
+MAX_FRAME: Final = 1 << 20
+
+
+class WireError(ConnectionError):
+    """The handshake failed or the server sent something this client does not speak."""
+
+
+def _mask(payload: bytes) -> bytes:
+    """A fresh 4-byte key followed by ``payload`` XORed with it (client frames must be masked)."""
+    key = os.urandom(4)
+    n = len(payload)
+    if n == 0:
+        return key
+    repeated = (key * (n // 4 + 1))[:n]
+    masked = int.from_bytes(payload, "big") ^ int.from_bytes(repeated, "big")
+    return key + masked.to_bytes(n, "big")
+
+
+def frame(opcode: int, payload: bytes) -> bytes:
+    """One final, masked client frame."""
+    n = len(payload)
+    if n < 126:
+        header = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
+    elif n < 1 << 16:
+        header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
+    else:
+        header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
+    return header + _mask(payload)
+
+
+class WireClient(asyncio.Protocol):
+    """One WebSocket connection; ``on_message(bytes)`` runs for every binary frame."""
+
+    def __init__(self, host: str, port: int, path: str, subprotocol: str) -> None:
+        self.on_message: Callable[[bytes], None] = lambda _data: None
+        self.on_close: Callable[[], None] = lambda: None
+        self.transport: asyncio.Transport | None = None
+        self.open = asyncio.get_running_loop().create_future()
+        self.closed = False
+        self._key = base64.b64encode(os.urandom(16))
+        self._subprotocol = subprotocol
+        self._request = (
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {self._key.decode()}\r\n"
+            f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {subprotocol}\r\n\r\n"
+        ).encode()
+        self._buffer = bytearray()
+        self._handshaken = False
+
+    # ---- asyncio.Protocol ---------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but behave as one.
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.write(self._request)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if not self._handshaken and not self._read_handshake():
+            return
+        self._read_frames()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if not self.open.done():
+            self.open.set_exception(WireError(f"connection lost during the handshake: {exc}"))
+        self.on_close()
+
+    # ---- sending ------------------------------------------------------------
+    def send(self, payload: bytes) -> None:
+        """Write one binary frame now (dropped silently once the socket is closed)."""
+        if self.transport is not None and not self.closed:
+            self.transport.write(frame(OP_BINARY, payload))
+
+    def close(self) -> None:
+        """Start the closing handshake (1000) and drop the connection shortly after."""
+        if self.transport is None or self.closed:
+            return
+        self.closed = True
+        self.transport.write(frame(OP_CLOSE, struct.pack("!H", 1000)))
+        asyncio.get_running_loop().call_later(1.0, self.transport.close)
+
+    # ---- parsing --------------------------------------------------------------
+    def _read_handshake(self) -> bool:
+        end = self._buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self._buffer) > 16384:
+                self._fail("handshake response too long")
+            return False
+        head = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
+        del self._buffer[: end + 4]
+        headers = {}
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        accept = base64.b64encode(hashlib.sha1(self._key + _GUID).digest()).decode()
+        if not head[0].startswith("HTTP/1.1 101"):
+            self._fail(f"server answered {head[0]!r}")
+            return False
+        if headers.get("sec-websocket-accept") != accept:
+            self._fail("bad Sec-WebSocket-Accept")
+            return False
+        if headers.get("sec-websocket-protocol") != self._subprotocol:
+            self._fail(f"server chose subprotocol {headers.get('sec-websocket-protocol')!r}")
+            return False
+        self._handshaken = True
+        self.open.set_result(None)
+        return True
+
+    def _read_frames(self) -> None:
+        buf = self._buffer
+        pos = 0
+        size = len(buf)
+        while size - pos >= 2:
+            first, second = buf[pos], buf[pos + 1]
+            length = second & 0x7F
+            head = 2
+            if length == 126:
+                if size - pos < 4:
+                    break
+                length = (buf[pos + 2] << 8) | buf[pos + 3]
+                head = 4
+            elif length == 127:
+                if size - pos < 10:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
+                head = 10
+            if second & 0x80 or length > MAX_FRAME or not first & 0x80:
+                self._fail("masked, oversized or fragmented frame from the server")
+                return
+            if size - pos < head + length:
+                break
+            payload = bytes(buf[pos + head : pos + head + length])
+            pos += head + length
+            self._on_frame(first & 0x0F, payload)
+        if pos:
+            del buf[:pos]
+
+    def _on_frame(self, opcode: int, payload: bytes) -> None:
+        if opcode == OP_BINARY:
+            self.on_message(payload)
+        elif opcode == OP_PING:
+            self.send_control(OP_PONG, payload)
+        elif opcode == OP_CLOSE:
+            if not self.closed:
+                self.send_control(OP_CLOSE, payload[:2])
+                self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+
+    def send_control(self, opcode: int, payload: bytes) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.write(frame(opcode, payload))
+
+    def _fail(self, why: str) -> None:
+        if not self.open.done():
+            self.open.set_exception(WireError(why))
+        if self.transport is not None:
+            self.transport.abort()
+
+
+async def connect(url: str, subprotocol: str, timeout: float = 30.0) -> WireClient:
+    """Open ``ws://host:port/path`` and finish the handshake."""
+    if not url.startswith("ws://"):
+        raise WireError(f"only ws:// URLs are supported, not {url!r}")
+    hostport, _, path = url[len("ws://") :].partition("/")
+    host, _, port = hostport.rpartition(":")
+    loop = asyncio.get_running_loop()
+    _, client = await asyncio.wait_for(
+        loop.create_connection(
+            lambda: WireClient(host, int(port), "/" + path, subprotocol), host, int(port)
+        ),
+        timeout,
+    )
+    await asyncio.wait_for(client.open, timeout)
+    return client
