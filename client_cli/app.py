@@ -242,6 +242,10 @@ class LobbyScreen(ClientScreen):
         if room is None:
             return
         self.query_one("#code", Static).update(" ".join(room.code))
+        self.query_one("#hint", Static).update(
+            f"share the code: others join with  tripeaks join {room.code}"
+            f"  (or watch with  tripeaks watch {room.code})"
+        )
         table = self.query_one("#members", DataTable)
         table.clear()
         for member in room.members:

@@ -437,18 +437,31 @@ class Board:
         item = self._take(seq)
         return None if item is None else item.action
 
+    def forget(self, seq: int) -> None:
+        """Frame ``seq`` was refused unhandled: drop it and what follows; reuse the number."""
+        if any(item.seq == seq for item in self.pending):
+            self.pending = [item for item in self.pending if item.seq < seq]
+            self.next_seq = seq
+            self._shown = None
+
     def resync(self, known: Knowledge, last_seq: int) -> None:
         """Replace everything with the server's full view after a reconnect.
 
         Moves up to ``last_seq`` are in the view; later pending moves are kept
-        (the caller resends them) and cards seen before are remembered.
+        and renumbered from ``last_seq + 1`` (the caller resends them), and
+        cards seen before are remembered.
         """
         for p, card in enumerate(self.confirmed.peaks):
             if known.peaks[p] == UNKNOWN and card != UNKNOWN:
                 known.peaks[p] = card
         self.confirmed = known
-        self.pending = [item for item in self.pending if item.seq > last_seq]
-        self.next_seq = max(self.next_seq, last_seq + 1)
+        # The server has handled exactly the moves up to last_seq; the rest go
+        # again, numbered on from there so no gap is left (the server wants last + 1).
+        kept = [item for item in self.pending if item.seq > last_seq]
+        for offset, item in enumerate(kept, 1):
+            item.seq = last_seq + offset
+        self.pending = kept
+        self.next_seq = last_seq + 1 + len(kept)
         self._shown = None
 
 

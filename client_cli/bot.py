@@ -380,9 +380,9 @@ class Bot:
             raise BotFailed(error_text(error))
         self._event("error", error_text(error))
         if pending is not None and error.seq == pending.seq:
-            # The server refused the frame itself; drop the move and think again.
+            # The server refused the frame unhandled; think again with the same number.
             assert board is not None
-            board.reject(pending.seq)
+            board.forget(pending.seq)
             self.waiting = False
             self.rejections += 1
 

@@ -19,6 +19,7 @@ from typing import Final
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
 from client_cli.net import ClientError, ConnectionLost, ServerRefused, Session, error_text
 from protocol import messages as m
+from protocol.errors import ErrorCode
 from protocol.game import DRAW, REASON_TEXT, Reason, Rules, Status
 
 #: Seconds between reconnection attempts: doubling, then staying at the last value.
@@ -114,12 +115,17 @@ class GameClient:
         self.listener = listener
         self._outbox: list[m.ClientMessage] = []
         self._closing = False
+        self._syncing = False
         self._connected = asyncio.Event()
 
     # ---- listener ------------------------------------------------------
     def _tell(self, event: str, detail: object = None) -> None:
-        if self.listener is not None:
+        if self.listener is None:
+            return
+        try:
             self.listener(event, detail)
+        except Exception as exc:  # a drawing bug must never stop the network loop
+            self.state.last_error = f"display error after {event}: {exc!r}"
 
     def _set_connection(self, value: str) -> None:
         self.state.connection = value
@@ -369,6 +375,7 @@ class GameClient:
         self._tell("spectator", board)
 
     def _on_resync(self, resync: m.Resync) -> None:
+        self._syncing = False
         state = self.state
         if resync.started_at_ms is not None and resync.phase is m.Phase.RACING:
             state.race_clock_zero = time.monotonic() - resync.elapsed_ms / 1000
@@ -398,10 +405,18 @@ class GameClient:
         text = error_text(error)
         self.state.last_error = text
         board = self.state.board
-        if error.seq is not None and board is not None:
-            board.reject(error.seq)
-            self._tell("board", None)
+        if error.seq is not None and board is not None and not self._syncing:
+            # The move was not handled, so the ones after it cannot be either:
+            # ask for the server's view and resend from there (see _on_resync).
+            self._syncing = True
+            delay = 0.5 if error.code == ErrorCode.RATE_LIMITED else 0.0
+            asyncio.get_running_loop().create_task(self._sync_after(delay))
         self._tell("error", text)
+
+    async def _sync_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        if not await self.send(m.Sync()):
+            self._syncing = False
 
     def _on_room_list(self, rooms: m.RoomList) -> None:
         self.state.rooms = rooms.rooms

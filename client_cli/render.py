@@ -152,7 +152,7 @@ def draw_board(known: Knowledge, *, flash: int | None = None, keys: bool = True)
             key = HOTKEYS[p]
             key_style = KEY_LIVE if known.fits(card) else KEY_DULL
         canvas.card(x, y, card, key, key_style)
-    _draw_piles(canvas, known, BOARD_HEIGHT + 1)
+    _draw_piles(canvas, known, BOARD_HEIGHT + 1, hint=keys)
     return canvas.text()
 
 
@@ -164,7 +164,7 @@ def _draw_flash(canvas: Canvas, x: int, y: int, known: Knowledge, position: int)
     canvas.put(x, y + 1, label, FLASH)
 
 
-def _draw_piles(canvas: Canvas, known: Knowledge, y: int) -> None:
+def _draw_piles(canvas: Canvas, known: Knowledge, y: int, *, hint: bool) -> None:
     stock_x, waste_x = 3 * _STRIDE, 5 * _STRIDE
     if known.stock_left:
         canvas.card(stock_x, y, UNKNOWN)
@@ -180,7 +180,8 @@ def _draw_piles(canvas: Canvas, known: Knowledge, y: int) -> None:
     else:
         canvas.card(waste_x, y, top)
     canvas.put(waste_x + CARD_WIDTH + 2, y + 1, "waste", "grey70")
-    canvas.put(stock_x - 2 - len("space: draw"), y + 2, "space: draw", "grey50")
+    if hint:
+        canvas.put(stock_x - 2 - len("space: draw"), y + 2, "space: draw", "grey50")
 
 
 # ---- plain text -------------------------------------------------------------

@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Static
 
 from client_cli.board import UNDO, Knowledge
-from client_cli.client import MoveVerdict, Opponent, own_status
+from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
 from client_cli.render import HOTKEYS, POSITION_OF_KEY, describe, draw_board
 from client_cli.results import clock, replay_steps, revealed_deal, verify
 from protocol import messages as m
@@ -90,6 +90,15 @@ def opponent_lines(players: list[Opponent], me: str | None) -> Text:
     return out
 
 
+def own_counts(state: ClientState) -> str:
+    """Cleared, moves and undos as the screen shows them."""
+    board = state.board
+    if board is None:
+        return ""
+    shown = board.shown
+    return f"cleared {shown.cleared}/28 · moves {shown.moves} · undos {shown.undos}"
+
+
 class RaceScreen(ClientScreen):
     """The player's board, hotkeys, clocks and the opponents' progress."""
 
@@ -141,6 +150,7 @@ class RaceScreen(ClientScreen):
         if state.race is not None:
             self.query_one("#clock", Static).update(
                 f"race clock {clock(state.race_elapsed() * 1000)}   {own_status(state)}"
+                f"   {own_counts(state)}"
             )
         if self.flash_position is not None and time.monotonic() > self.flash_until:
             self.flash_position = None
