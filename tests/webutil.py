@@ -95,17 +95,23 @@ async def open_browser() -> AsyncIterator[Browser]:
 
 
 async def new_page(browser: Browser, viewport: dict[str, int] = DESKTOP) -> Page:
-    """A page in a fresh context that fails the test on any script error."""
+    """A page in a fresh context that keeps its script errors and console errors."""
     context = await browser.new_context(viewport=viewport)  # type: ignore[arg-type]
     page = await context.new_page()
     errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    page.on(
+        "console",
+        lambda message: errors.append(f"console: {message.text}")
+        if message.type == "error"
+        else None,
+    )
     page.script_errors = errors  # type: ignore[attr-defined]
     return page
 
 
 def script_errors(page: Page) -> list[str]:
-    """Uncaught script errors the page has raised so far."""
+    """Uncaught script errors and console errors (failed loads among them) so far."""
     return list(getattr(page, "script_errors", []))
 
 

@@ -151,7 +151,13 @@ class Watcher {
   // ---- race -----------------------------------------------------------
   countdown(message) {
     this.setPhase("countdown");
-    const endsAt = performance.now() + Math.max(0, message.start_at_ms - message.server_time_ms);
+    // A frame replayed to a late joiner is older than it looks: measure from the
+    // server's clock when it is known, shifted by the spectator delay.
+    const serverNow = this.connection.serverNow();
+    const left = serverNow === null
+      ? message.start_at_ms - message.server_time_ms
+      : message.start_at_ms + (this.delayS ?? 0) * 1000 - serverNow;
+    const endsAt = performance.now() + Math.max(0, Math.min(left, message.seconds * 1000));
     const node = $("countdown");
     clearInterval(this.countdownTimer);
     const tick = () => {

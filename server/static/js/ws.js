@@ -44,6 +44,12 @@ export class Connection {
     this.stopped = false;
     this.pingTimer = null;
     this.retryTimer = null;
+    this.clockOffsetMs = null; // server clock minus local clock, from ping/pong
+  }
+
+  /** The server's clock now (Unix ms), once a pong has been seen; else null. */
+  serverNow() {
+    return this.clockOffsetMs === null ? null : Date.now() + this.clockOffsetMs;
   }
 
   start() {
@@ -96,9 +102,17 @@ export class Connection {
     if (message.t === "welcome") {
       this.attempt = 0;
       clearInterval(this.pingTimer);
-      this.pingTimer = setInterval(
-        () => this.send({ t: "ping", client_time_ms: Date.now() }), PING_EVERY_MS);
+      const ping = () => this.send({ t: "ping", client_time_ms: Date.now() });
+      ping();
+      this.pingTimer = setInterval(ping, PING_EVERY_MS);
       this.handlers.onOpen?.(this, message);
+      return;
+    }
+    if (message.t === "pong") {
+      // The server read its clock about half a round trip before we got the answer.
+      const now = Date.now();
+      const halfTrip = Math.max(0, now - message.client_time_ms) / 2;
+      this.clockOffsetMs = message.server_time_ms + halfTrip - now;
       return;
     }
     this.handlers.onMessage?.(message);
