@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -20,12 +21,15 @@ from tests.serverutil import connect, running_server
 
 QUICK = m.RoomOptions(countdown_s=0, undo=m.UndoPolicy.FREE)
 CARD_CODES = frozenset(ALL_CODES)
+CODE_IN_TEXT = re.compile(r"\b[A2-9TJQK][CDHS]\b")
 
 
 def codes_in(value: Any) -> set[str]:
-    """Every card code anywhere in a decoded frame."""
+    """Every card code anywhere in a decoded frame (inside error texts too)."""
     if isinstance(value, str):
-        return {value} if value in CARD_CODES else set()
+        return set(CODE_IN_TEXT.findall(value)) if len(value) > 2 else (
+            {value} if value in CARD_CODES else set()
+        )
     if isinstance(value, dict):
         return set().union(*(codes_in(v) for v in value.values())) if value else set()
     if isinstance(value, list):
