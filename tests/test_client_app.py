@@ -233,3 +233,25 @@ async def test_a_server_that_is_down_is_reported_not_crashed() -> None:
         await until(pilot, lambda: app.client.state.connection == "offline")
         assert isinstance(app.screen, HomeScreen)
         assert "offline" in text_of(app, "#connection")
+
+
+async def test_the_home_screen_lists_public_rooms_and_fills_in_a_chosen_code(
+    tmp_path: Path,
+) -> None:
+    async with running_server(tmp_path) as server:
+        host = await connect(server.ws_url, "opener")
+        options = m.RoomOptions(name="open table", public=True)
+        room = await host.request(m.CreateRoom(options), m.RoomState)
+        app = TriPeaksApp(server.ws_url, "browser")
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.client.state.connection == "online")
+            await pilot.click("#refresh")
+            table = app.screen.query_one("#rooms", DataTable)
+            await until(pilot, lambda: table.row_count == 1)
+            assert "open table" in [str(cell) for cell in table.get_row_at(0)]
+            table.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: app.screen.query_one("#code", Input).value == room.code)
+            await pilot.click("#join")
+            await until(pilot, lambda: isinstance(app.screen, LobbyScreen))
+        await host.close()
