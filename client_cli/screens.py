@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -11,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Static
+from textual.widgets import Button, DataTable, Digits, Static
 
 from client_cli.board import UNDO, Knowledge
 from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from client_cli.app import TriPeaksApp
 
 FLASH_S: Final = 0.8
+RESIGN_CONFIRM_S: Final = 3.0
 BAR_WIDTH: Final = 14
 CONNECTION_WORDS: Final = {
     "online": "● online",
@@ -112,7 +114,7 @@ class RaceScreen(ClientScreen):
     RaceScreen #main { height: 1fr; }
     RaceScreen #left { width: 66; }
     RaceScreen #clock { text-style: bold; height: 1; }
-    RaceScreen #countdown { text-style: bold; color: $warning; height: 1; }
+    RaceScreen #countdown { color: $warning; width: auto; display: none; }
     RaceScreen #board { height: 17; }
     RaceScreen #message { height: 2; color: $warning; }
     RaceScreen #opponents { width: 1fr; border: round $accent; padding: 0 1; }
@@ -123,13 +125,14 @@ class RaceScreen(ClientScreen):
         super().__init__()
         self.flash_position: int | None = None
         self.flash_until = 0.0
+        self.resign_asked_at = 0.0
         self.message = ""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield Static("", id="clock")
-                yield Static("", id="countdown")
+                yield Digits("", id="countdown")
                 yield Static("", id="board")
                 yield Static("", id="message")
                 yield Static(
@@ -145,8 +148,10 @@ class RaceScreen(ClientScreen):
     def tick(self) -> None:
         state = self.tripeaks.client.state
         left = state.countdown_left()
-        countdown = self.query_one("#countdown", Static)
-        countdown.update("" if left is None else f"race starts in {left:0.1f} s …")
+        countdown = self.query_one("#countdown", Digits)
+        countdown.display = left is not None
+        if left is not None:
+            countdown.update(str(math.ceil(left)))
         if state.race is not None:
             self.query_one("#clock", Static).update(
                 f"race clock {clock(state.race_elapsed() * 1000)}   {own_status(state)}"
@@ -175,6 +180,9 @@ class RaceScreen(ClientScreen):
     def on_client_event(self, event: str, detail: object) -> None:
         if event == "rejected" and isinstance(detail, MoveVerdict):
             self.explain(detail, by_server=True)
+        elif event == "finish" and isinstance(detail, m.Finish):
+            if detail.player_id == self.tripeaks.client.state.player_id:
+                self.message = f"★ you finished #{detail.rank} in {clock(detail.time_ms)}!"
         elif event in ("board", "race_start"):
             self.message = ""
         elif event == "reconnecting":
@@ -219,8 +227,15 @@ class RaceScreen(ClientScreen):
         await self.move(UNDO)
 
     async def action_resign(self) -> None:
-        await self.tripeaks.client.resign()
-        self.message = "you resigned"
+        # A second press within a few seconds confirms: one stray key must not end a race.
+        now = time.monotonic()
+        if now - self.resign_asked_at > RESIGN_CONFIRM_S:
+            self.resign_asked_at = now
+            self.message = "press r again to resign"
+        else:
+            self.resign_asked_at = 0.0
+            await self.tripeaks.client.resign()
+            self.message = "you resigned"
         self.refresh_view()
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Digits, Input, Static
 
 from client_cli.app import HomeScreen, LobbyScreen, TriPeaksApp
 from client_cli.render import HOTKEYS
@@ -47,16 +47,23 @@ async def press_line(pilot: Pilot[int], line: tuple[Move, ...]) -> None:
         await pilot.press("space" if step == DRAW else HOTKEYS[step])
 
 
-async def create_practice_room(pilot: Pilot[int], app: TriPeaksApp, seed: str = SEED) -> str:
+async def create_practice_room(
+    pilot: Pilot[int], app: TriPeaksApp, seed: str = SEED, countdown: int = 0
+) -> str:
     await until(pilot, lambda: app.client.state.connection == "online")
     assert isinstance(app.screen, HomeScreen)
     app.screen.query_one("#opt-seed", Input).value = seed
-    app.screen.query_one("#opt-countdown", Input).value = "0"
+    app.screen.query_one("#opt-countdown", Input).value = str(countdown)
     await pilot.click("#create")
     await until(pilot, lambda: isinstance(app.screen, LobbyScreen) and app.client.state.room)
     room = app.client.state.room
     assert room is not None
     return room.code
+
+
+def member_count(app: TriPeaksApp) -> int:
+    room = app.client.state.room
+    return 0 if room is None else len(room.members)
 
 
 def all_ready(app: TriPeaksApp, count: int = 2) -> bool:
@@ -68,11 +75,13 @@ def racing(app: TriPeaksApp) -> bool:
     return isinstance(app.screen, RaceScreen) and app.client.state.board is not None
 
 
-async def start_race(pilot: Pilot[int], app: TriPeaksApp, url: str) -> TestClient:
+async def start_race(
+    pilot: Pilot[int], app: TriPeaksApp, url: str, countdown: int = 0
+) -> TestClient:
     """Create a practice room, let a rival join, get ready (space) and start (s)."""
-    code = await create_practice_room(pilot, app)
+    code = await create_practice_room(pilot, app, countdown=countdown)
     rival = await join_and_ready(url, code)
-    await until(pilot, lambda: app.client.state.room and len(app.client.state.room.members) == 2)
+    await until(pilot, lambda: member_count(app) == 2)
     await pilot.press("space")
     await until(pilot, lambda: all_ready(app))
     await pilot.press("s")
@@ -94,7 +103,7 @@ async def test_a_host_races_a_second_client_to_the_finish_with_key_presses(tmp_p
             code = await create_practice_room(pilot, app)
             assert code.replace(" ", "") in text_of(app, "#code").replace(" ", "")
             rival = await join_and_ready(server.ws_url, code)
-            await until(pilot, lambda: len(app.client.state.room.members) == 2)  # type: ignore[union-attr]
+            await until(pilot, lambda: member_count(app) == 2)
             await pilot.press("space")  # ready
             await until(pilot, lambda: all_ready(app))
             await pilot.pause(0.2)  # let the lobby lay out its new row before clicking
@@ -255,3 +264,25 @@ async def test_the_home_screen_lists_public_rooms_and_fills_in_a_chosen_code(
             await pilot.click("#join")
             await until(pilot, lambda: isinstance(app.screen, LobbyScreen))
         await host.close()
+
+
+async def test_the_countdown_shows_and_resigning_takes_a_second_press(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        app = TriPeaksApp(server.ws_url, "frank")
+        async with app.run_test(size=SIZE) as pilot:
+            code = await create_practice_room(pilot, app, countdown=2)
+            rival = await join_and_ready(server.ws_url, code)
+            await until(pilot, lambda: member_count(app) == 2)
+            await pilot.press("space")
+            await until(pilot, lambda: all_ready(app))
+            await pilot.press("s")
+            await until(pilot, lambda: isinstance(app.screen, RaceScreen))
+            await until(pilot, lambda: app.screen.query_one("#countdown", Digits).display)
+            await until(pilot, lambda: racing(app) and app.client.state.phase is m.Phase.RACING)
+            await pilot.press("r")
+            assert "press r again" in text_of(app, "#message")
+            await pilot.press("r")
+            assert "you resigned" in text_of(app, "#message")
+            await until(pilot, lambda: app.client.state.players[
+                app.client.state.player_id or ""].status == "resigned")
+            await rival.close()
