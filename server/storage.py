@@ -32,6 +32,18 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from server.records import MoveLogEntry, PlayerResult, RaceRecord
+from server.storage_schema import (
+    CREATE_SCHEMA_VERSION,
+    Row,
+    move_of,
+    player_of,
+    race_moves,
+    race_of,
+    race_players,
+    races,
+    rows_of,
+    schema_version,
+)
 
 #: Largest page :meth:`RaceStore.list_races` serves in one call.
 MAX_LIST_LIMIT: Final = 1000
@@ -54,74 +66,12 @@ class SchemaTooNewError(StorageError):
     """The database was migrated by newer code than this one."""
 
 
+class DatabaseUnavailableError(StorageError):
+    """The database cannot be reached (down, restarting, or the connection died)."""
+
+
 class DuplicateRaceError(StorageError):
     """A race with this id is already stored; stored races are never overwritten."""
-
-
-# The tables as the queries see them; server/migrations/ creates them.
-_metadata = sa.MetaData()
-races = sa.Table(
-    "races",
-    _metadata,
-    sa.Column("race_id", sa.Text, primary_key=True),
-    sa.Column("room_code", sa.Text, nullable=False),
-    sa.Column("room_name", sa.Text, nullable=False),
-    sa.Column("options_json", sa.Text, nullable=False),
-    sa.Column("practice", sa.Boolean, nullable=False),
-    sa.Column("seed", sa.Text, nullable=False),
-    sa.Column("commitment", sa.Text, nullable=False),
-    sa.Column("wrap", sa.Boolean, nullable=False),
-    sa.Column("empty_waste", sa.Boolean, nullable=False),
-    sa.Column("candidate", sa.Integer, nullable=False),
-    sa.Column("peaks_json", sa.Text, nullable=False),
-    sa.Column("waste", sa.Text),
-    sa.Column("stock_json", sa.Text, nullable=False),
-    sa.Column("solution_json", sa.Text, nullable=False),
-    sa.Column("par", sa.Integer),
-    sa.Column("started_at_ms", sa.BigInteger, nullable=False),
-    sa.Column("ended_at_ms", sa.BigInteger, nullable=False),
-)
-race_players = sa.Table(
-    "race_players",
-    _metadata,
-    sa.Column("race_id", sa.Text, primary_key=True),
-    sa.Column("player_id", sa.Text, primary_key=True),
-    sa.Column("name", sa.Text, nullable=False),
-    sa.Column("is_bot", sa.Boolean, nullable=False),
-    sa.Column("rank", sa.Integer, nullable=False),
-    sa.Column("status", sa.Text, nullable=False),
-    sa.Column("finish_ms", sa.BigInteger),
-    sa.Column("cleared", sa.Integer, nullable=False),
-    sa.Column("moves", sa.Integer, nullable=False),
-    sa.Column("draws", sa.Integer, nullable=False),
-    sa.Column("undos", sa.Integer, nullable=False),
-    sa.Column("penalty_ms", sa.BigInteger, nullable=False),
-)
-race_moves = sa.Table(
-    "race_moves",
-    _metadata,
-    sa.Column("race_id", sa.Text, primary_key=True),
-    sa.Column("player_id", sa.Text, primary_key=True),
-    sa.Column("idx", sa.Integer, primary_key=True),
-    sa.Column("seq", sa.Integer, nullable=False),
-    sa.Column("at_ms", sa.BigInteger, nullable=False),
-    sa.Column("action", sa.Text, nullable=False),
-    sa.Column("position", sa.Integer),
-    sa.Column("accepted", sa.Boolean, nullable=False),
-    sa.Column("reason", sa.Integer),
-    sa.Column("card", sa.Text),
-)
-schema_version = sa.Table(
-    "schema_version",
-    _metadata,
-    sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("name", sa.Text, nullable=False),
-    sa.Column("applied_at_ms", sa.BigInteger, nullable=False),
-)
-_CREATE_SCHEMA_VERSION: Final = (
-    "CREATE TABLE IF NOT EXISTS schema_version ("
-    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +177,9 @@ class RaceStore:
         self._is_sqlite = engine.dialect.name == "sqlite"
         # SQLite has one writer at a time; queueing writers here beats busy-waiting.
         self._write_lock = asyncio.Lock()
+        #: Tries per save while the database is unreachable, and the first pause between.
+        self.save_attempts = 4
+        self.retry_delay_s = 0.25
 
     @classmethod
     async def connect(
@@ -269,7 +222,7 @@ class RaceStore:
                 await conn.execute(
                     sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
                 )
-            await conn.execute(sa.text(_CREATE_SCHEMA_VERSION))
+            await conn.execute(sa.text(CREATE_SCHEMA_VERSION))
             current = await _current_version(conn)
             if current > latest:
                 raise SchemaTooNewError(
@@ -296,20 +249,42 @@ class RaceStore:
     async def save_race(self, record: RaceRecord) -> None:
         """Store a finished race with its players and move logs, all or nothing.
 
-        Raises :class:`DuplicateRaceError` if the id is taken.
+        Saving the same record again changes nothing; a different record under
+        a stored id raises :class:`DuplicateRaceError`.  While the database is
+        unreachable the write is retried a few times (about
+        :attr:`retry_delay_s` doubling) before :class:`DatabaseUnavailableError`.
         """
-        race_row, player_rows, move_rows = _rows_of(record)
         try:
-            async with self._transaction(exclusive=True) as conn:
-                await conn.execute(races.insert(), [race_row])
-                if player_rows:
-                    await conn.execute(race_players.insert(), player_rows)
-                if move_rows:
-                    await conn.execute(race_moves.insert(), move_rows)
-        except IntegrityError as exc:
-            if await self.get_race(record.race_id) is not None:
-                raise DuplicateRaceError(f"race {record.race_id!r} is already stored") from exc
-            raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
+            race_row, player_rows, move_rows = rows_of(record)
+        except ValueError as exc:
+            raise StorageError(str(exc)) from exc
+        delay = self.retry_delay_s
+        for attempt in range(1, self.save_attempts + 1):
+            try:
+                await self._insert(race_row, player_rows, move_rows)
+                return
+            except IntegrityError as exc:
+                stored = await self.get_race(record.race_id)
+                if stored is None:
+                    raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
+                if _same(stored, record):
+                    return  # an earlier attempt (or caller) already stored it
+                raise DuplicateRaceError(
+                    f"another race with the id {record.race_id!r} is already stored"
+                ) from exc
+            except DatabaseUnavailableError:
+                if attempt == self.save_attempts:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
+
+    async def _insert(self, race_row: Row, player_rows: list[Row], move_rows: list[Row]) -> None:
+        async with self._transaction(exclusive=True) as conn:
+            await conn.execute(races.insert(), [race_row])
+            if player_rows:
+                await conn.execute(race_players.insert(), player_rows)
+            if move_rows:
+                await conn.execute(race_moves.insert(), move_rows)
 
     async def get_race(self, race_id: str) -> RaceRecord | None:
         """The stored race with this id, logs included, or ``None``."""
@@ -362,13 +337,13 @@ class RaceStore:
                 ).all()
         logs: dict[tuple[str, str], list[MoveLogEntry]] = {}
         for row in move_rows:
-            logs.setdefault((row.race_id, row.player_id), []).append(_move_of(row))
+            logs.setdefault((row.race_id, row.player_id), []).append(move_of(row))
         players: dict[str, list[PlayerResult]] = {}
         for row in player_rows:
             log = tuple(logs.get((row.race_id, row.player_id), ()))
-            players.setdefault(row.race_id, []).append(_player_of(row, log))
+            players.setdefault(row.race_id, []).append(player_of(row, log))
         by_id = {
-            row.race_id: _race_of(row, tuple(players.get(row.race_id, ()))) for row in race_rows
+            row.race_id: race_of(row, tuple(players.get(row.race_id, ()))) for row in race_rows
         }
         return [by_id[race_id] for race_id in ids if race_id in by_id]
 
@@ -398,7 +373,7 @@ class _Guarded:
         except BaseException as exc:
             self._release()
             if isinstance(exc, DBAPIError | OSError):
-                raise StorageError(
+                raise DatabaseUnavailableError(
                     f"cannot open database {self._store.url}: {_reason(exc)}"
                 ) from exc
             raise
@@ -410,7 +385,7 @@ class _Guarded:
         except BaseException as exc:
             await self._close(conn)
             if isinstance(exc, DBAPIError):
-                raise StorageError(f"database {self._store.url} failed: {_reason(exc)}") from exc
+                raise _failure(self._store, exc) from exc
             raise
         self._conn = conn
         return conn
@@ -425,16 +400,15 @@ class _Guarded:
                 else:
                     await conn.rollback()
         except DBAPIError as failure:
-            # A failed COMMIT wrote nothing: say so in the caller's terms.
-            if exc is None and not isinstance(failure, IntegrityError):
-                raise StorageError(
-                    f"database {self._store.url} failed: {_reason(failure)}"
-                ) from failure
-            raise
+            # A failed COMMIT wrote nothing; a failed ROLLBACK (dead connection)
+            # changes nothing either: report whichever error came first.
+            exc = exc or failure
         finally:
             await self._close(conn)
         if isinstance(exc, DBAPIError) and not isinstance(exc, IntegrityError):
-            raise StorageError(f"database {self._store.url} failed: {_reason(exc)}") from exc
+            raise _failure(self._store, exc) from exc
+        if isinstance(exc, IntegrityError) and exc_type is None:
+            raise exc
 
     async def _close(self, conn: AsyncConnection) -> None:
         try:
@@ -500,101 +474,6 @@ async def _current_version(conn: AsyncConnection) -> int:
     return int(value) if value is not None else 0
 
 
-_Row = dict[str, Any]
-
-
-def _rows_of(record: RaceRecord) -> tuple[_Row, list[_Row], list[_Row]]:
-    race_row = {
-        "race_id": record.race_id,
-        "room_code": record.room_code,
-        "room_name": record.room_name,
-        "options_json": _dumps(record.options, "options"),
-        "practice": record.practice,
-        "seed": record.seed,
-        "commitment": record.commitment,
-        "wrap": record.wrap,
-        "empty_waste": record.empty_waste,
-        "candidate": record.candidate,
-        "peaks_json": _dumps(list(record.peaks), "peaks"),
-        "waste": record.waste,
-        "stock_json": _dumps(list(record.stock), "stock"),
-        "solution_json": _dumps(list(record.solution), "solution"),
-        "par": record.par,
-        "started_at_ms": record.started_at_ms,
-        "ended_at_ms": record.ended_at_ms,
-    }
-    player_rows: list[dict[str, Any]] = []
-    move_rows: list[dict[str, Any]] = []
-    for player in record.players:
-        row = player.to_json(with_log=False)
-        row["race_id"] = record.race_id
-        player_rows.append(row)
-        for idx, entry in enumerate(player.log):
-            move = entry.to_json()
-            move.update(race_id=record.race_id, player_id=player.player_id, idx=idx)
-            move_rows.append(move)
-    return race_row, player_rows, move_rows
-
-
-def _race_of(row: sa.Row[Any], players: tuple[PlayerResult, ...]) -> RaceRecord:
-    return RaceRecord(
-        race_id=row.race_id,
-        room_code=row.room_code,
-        room_name=row.room_name,
-        options=json.loads(row.options_json),
-        practice=bool(row.practice),
-        seed=row.seed,
-        commitment=row.commitment,
-        wrap=bool(row.wrap),
-        empty_waste=bool(row.empty_waste),
-        candidate=row.candidate,
-        peaks=tuple(json.loads(row.peaks_json)),
-        waste=row.waste,
-        stock=tuple(json.loads(row.stock_json)),
-        solution=tuple(json.loads(row.solution_json)),
-        par=row.par,
-        started_at_ms=int(row.started_at_ms),
-        ended_at_ms=int(row.ended_at_ms),
-        players=players,
-    )
-
-
-def _player_of(row: sa.Row[Any], log: tuple[MoveLogEntry, ...]) -> PlayerResult:
-    return PlayerResult(
-        player_id=row.player_id,
-        name=row.name,
-        is_bot=bool(row.is_bot),
-        rank=row.rank,
-        status=row.status,
-        finish_ms=None if row.finish_ms is None else int(row.finish_ms),
-        cleared=row.cleared,
-        moves=row.moves,
-        draws=row.draws,
-        undos=row.undos,
-        penalty_ms=int(row.penalty_ms),
-        log=log,
-    )
-
-
-def _move_of(row: sa.Row[Any]) -> MoveLogEntry:
-    return MoveLogEntry(
-        seq=row.seq,
-        at_ms=int(row.at_ms),
-        action=row.action,
-        position=row.position,
-        accepted=bool(row.accepted),
-        reason=row.reason,
-        card=row.card,
-    )
-
-
-def _dumps(value: object, what: str) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise StorageError(f"race field {what!r} is not plain JSON: {exc}") from exc
-
-
 def _split_sql(script: str) -> tuple[str, ...]:
     """Statements of a migration file: ';' ends a statement, '--' starts a comment."""
     lines = [line.split("--", 1)[0] for line in script.splitlines()]
@@ -607,6 +486,17 @@ def _migrations_dir() -> Any:
 
 def _hide_password(url: str) -> str:
     return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def _same(stored: RaceRecord, record: RaceRecord) -> bool:
+    # Compare as stored JSON: a tuple in the options comes back as a list.
+    return bool(stored.to_json() == json.loads(json.dumps(record.to_json())))
+
+
+def _failure(store: RaceStore, exc: DBAPIError) -> StorageError:
+    """A driver error in the caller's terms; a dropped connection is 'unavailable'."""
+    kind = DatabaseUnavailableError if exc.connection_invalidated else StorageError
+    return kind(f"database {store.url} failed: {_reason(exc)}")
 
 
 def _reason(exc: BaseException) -> str:

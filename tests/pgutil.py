@@ -109,6 +109,16 @@ class PostgresCluster:
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    def pause(self) -> None:
+        """Stop the server but keep the cluster, as a database restart or outage would."""
+        _run(self._server_cmd("pg_ctl", "-D", str(self.datadir), "-m", "fast", "-w", "stop"))
+
+    def resume(self) -> None:
+        """Start a paused server again on the same port."""
+        error = _start_on_port(self)
+        if error is not None:
+            raise RuntimeError(f"PostgreSQL did not restart: {error}\n{self.log_tail()}")
+
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the server log, for error messages."""
         try:
@@ -182,31 +192,37 @@ def _start(cluster: PostgresCluster) -> None:
     for _attempt in range(3):
         # The port may be taken between probing and binding; retry with another.
         cluster.port = _free_port()
-        options = (
-            f"-p {cluster.port} -k {cluster.root} -c listen_addresses=127.0.0.1 {_FAST_OPTIONS}"
-        )
-        result = _run(
-            cluster._server_cmd(
-                "pg_ctl",
-                "-D",
-                str(cluster.datadir),
-                "-l",
-                str(cluster.logfile),
-                "-o",
-                options,
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ),
-            check=False,
-        )
-        if result.returncode == 0 and _wait_ready(cluster):
+        error = _start_on_port(cluster)
+        if error is None:
             return
-        last_error = result.stderr + result.stdout
+        last_error = error
     raise RuntimeError(
         f"PostgreSQL did not start: {last_error.strip()}\n--- server log ---\n{cluster.log_tail()}"
     )
+
+
+def _start_on_port(cluster: PostgresCluster) -> str | None:
+    """Start the server on ``cluster.port``; None when it is ready, else pg_ctl's complaint."""
+    options = f"-p {cluster.port} -k {cluster.root} -c listen_addresses=127.0.0.1 {_FAST_OPTIONS}"
+    result = _run(
+        cluster._server_cmd(
+            "pg_ctl",
+            "-D",
+            str(cluster.datadir),
+            "-l",
+            str(cluster.logfile),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ),
+        check=False,
+    )
+    if result.returncode == 0 and _wait_ready(cluster):
+        return None
+    return result.stderr + result.stdout
 
 
 def _wait_ready(cluster: PostgresCluster) -> bool:

@@ -30,7 +30,7 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from client_cli.bot import run_bots
+from client_cli.bot import BotSettings, run_bots
 from protocol import codec
 from protocol import messages as m
 from tests.pgutil import in_ci
@@ -178,13 +178,22 @@ async def open_ws(url: str, source: str, headers: dict[str, str] | None = None) 
     return 101
 
 
+# Bots at full speed outrun the default move budget (30/s); a refused resign
+# would leave the race waiting for its time limit.  Moves are not this test's subject.
+UNTHROTTLED = {"player_rate": 1000.0, "player_burst": 1000.0}
+
+
 async def test_bots_race_a_full_game_through_nginx(nginx_root: Path, tmp_path: Path) -> None:
     async with (
-        running_server(tmp_path, trusted_proxies="127.0.0.1/32") as server,
+        running_server(tmp_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED) as server,
         nginx_in_front_of(server, nginx_root) as nginx,
     ):
         results = await run_bots(
-            nginx.ws_url, 3, host=True, options=m.RoomOptions(countdown_s=0, name="via nginx")
+            nginx.ws_url,
+            3,
+            host=True,
+            options=m.RoomOptions(countdown_s=0, name="via nginx"),
+            settings=BotSettings(step_timeout_s=30),
         )
         assert results.ok, results.errors
         assert results.race_over is not None

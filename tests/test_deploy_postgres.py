@@ -54,6 +54,9 @@ async def server_process(
         "--port=0",
         "--deal-workers=1",
         "--deals-ahead=0",
+        # Bots at full speed outrun the default move budget; moves are not the subject here.
+        "--player-rate=1000",
+        "--player-burst=1000",
         *args,
         stderr=subprocess.PIPE,
         env=full_env,
@@ -114,7 +117,7 @@ async def test_a_race_is_stored_in_postgresql_and_survives_a_server_restart(
             2,
             host=True,
             options=m.RoomOptions(countdown_s=0, name="on postgres"),
-            settings=BotSettings(name_prefix="pg"),
+            settings=BotSettings(name_prefix="pg", step_timeout_s=30),
         )
         assert results.ok, results.errors
         assert results.race_over is not None

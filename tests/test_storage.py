@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from server import storage
+from server import storage_schema
 from server.records import MoveLogEntry, PlayerResult, RaceRecord, RecordError
 from server.storage import (
+    DatabaseUnavailableError,
     DatabaseURLError,
     DuplicateRaceError,
     Migration,
@@ -175,6 +176,14 @@ async def test_a_duplicate_race_id_is_refused_and_the_first_race_kept(store: Rac
         await store.save_race(make_record("same", names=("Mallory",)))
     assert await store.get_race("same") == first
     assert await store.list_races(player="Mallory") == []
+
+
+async def test_saving_the_same_record_twice_changes_nothing(store: RaceStore) -> None:
+    record = dataclasses.replace(make_record("again"), options={"pair": (1, 2)})
+    await store.save_race(record)
+    await store.save_race(record)
+    (stored,) = await store.list_races()
+    assert stored.options == {"pair": [1, 2]}  # JSON has no tuples
 
 
 async def test_a_record_that_breaks_midway_stores_nothing(store: RaceStore) -> None:
@@ -423,7 +432,8 @@ async def test_the_declared_tables_match_the_migrated_schema(store: RaceStore) -
 
     async with store._connection() as conn:
         found = await conn.run_sync(columns)
-    for table in (storage.races, storage.race_players, storage.race_moves, storage.schema_version):
+    schema = storage_schema
+    for table in (schema.races, schema.race_players, schema.race_moves, schema.schema_version):
         assert found[table.name] == {column.name for column in table.columns}
 
 
@@ -517,3 +527,35 @@ async def test_a_missing_postgresql_database_gives_a_clear_error(
 ) -> None:
     with pytest.raises(StorageError, match=r"cannot open database postgresql://.*no_such_db"):
         await RaceStore.connect(postgres_cluster.url("no_such_db"))
+
+
+async def test_a_save_during_a_database_restart_waits_and_lands_but_not_forever() -> None:
+    # A cluster of its own: stopping the shared one would disturb other tests.
+    try:
+        cluster = pgutil.start_cluster()
+    except pgutil.PostgresUnavailable as exc:
+        if pgutil.in_ci():
+            pytest.fail(f"PostgreSQL is required in CI: {exc}")
+        pytest.skip(str(exc))
+    try:
+        store = await RaceStore.connect(cluster.create_database())
+        try:
+            await store.save_race(make_record("before"))
+            store.save_attempts, store.retry_delay_s = 8, 0.2
+            await asyncio.to_thread(cluster.pause)
+            saving = asyncio.create_task(store.save_race(make_record("during")))
+            await asyncio.sleep(0.5)
+            assert not saving.done()
+            await asyncio.to_thread(cluster.resume)
+            await saving
+            assert await store.get_race("during") == make_record("during")
+            assert await store.get_race("before") == make_record("before")
+            # A database that stays down: a clear error once the retries run out.
+            store.save_attempts, store.retry_delay_s = 3, 0.05
+            await asyncio.to_thread(cluster.pause)
+            with pytest.raises(DatabaseUnavailableError, match="cannot open database"):
+                await store.save_race(make_record("lost"))
+        finally:
+            await store.close()
+    finally:
+        cluster.stop()
