@@ -55,7 +55,7 @@ class BotSettings:
     record_rtt: bool = False
     #: Seed for the bots' own randomness (start jitter); fixed seeds repeat a run.
     seed: int | None = None
-    #: Give up if any single step (join, countdown, a move) takes longer than this.
+    #: Give up if the server takes longer than this to answer a hello, a join or a move.
     step_timeout_s: float = STEP_TIMEOUT_S
     #: Called with (bot name, event, detail) as the run progresses (the CLI prints them).
     on_event: Callable[[str, str, str], None] | None = None
@@ -154,7 +154,7 @@ class Bot:
             self.settings.on_frame(self.result.name, "sent", frame)
         await self.ws.send(frame)
 
-    async def _recv(self, timeout: float) -> tuple[str, Any]:
+    async def _recv(self, timeout: float | None) -> tuple[str, Any]:
         """The next frame as ``(tag, raw map)`` for hot tags or ``(tag, message)`` otherwise."""
         assert self.ws is not None
         async with asyncio.timeout(timeout):
@@ -249,7 +249,9 @@ class Bot:
 
     async def _loop(self, *, host: bool, min_players: int) -> None:
         while self.race_over is None:
-            timeout = self.settings.step_timeout_s
+            # Waiting on the server is bounded; waiting on people (to join, to
+            # start, to finish their race) is not: the race's own time limit ends that.
+            timeout = self.settings.step_timeout_s if self.waiting else None
             if self._should_move():
                 delay = self.next_move_at - time.monotonic()
                 if delay <= 0:
