@@ -309,6 +309,11 @@ class GameClient:
         state.race_clock_zero = time.monotonic() - already
         if state.role is m.Role.PLAYER:
             state.board = Board(_knowledge(start.rules, start.view, self._undo_allowed()))
+        if state.room is not None:
+            # Whoever left the lobby before the start is not in this race.
+            seated = {x.player_id for x in state.room.members}
+            for player_id in [p for p in state.players if p not in seated]:
+                del state.players[player_id]
         self._tell("race_start", start)
 
     def _undo_allowed(self) -> bool:
@@ -481,7 +486,9 @@ def own_status(state: ClientState) -> str:
     if status is Status.WON:
         return "cleared all 28!"
     if status is Status.STUCK:
-        return "stuck: undo if allowed, or press r to resign"
+        if board.shown.undo_allowed:
+            return "stuck: undo (u) or resign (r r)"
+        return "stuck: no move left; waiting for the others"
     return "racing"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -286,3 +287,25 @@ async def test_the_countdown_shows_and_resigning_takes_a_second_press(tmp_path: 
             await until(pilot, lambda: app.client.state.players[
                 app.client.state.player_id or ""].status == "resigned")
             await rival.close()
+
+
+async def test_host_and_join_shortcuts_open_the_lobby_directly(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        options = m.RoomOptions(name="shortcut room", practice_seed="via-cli")
+        host_app = TriPeaksApp(server.ws_url, "hoster", start="host", options=options)
+        async with host_app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(host_app.screen, LobbyScreen))
+            await until(pilot, lambda: "shortcut room" in text_of(host_app, "#options"))
+            assert "via-cli" in text_of(host_app, "#options")
+            room = host_app.client.state.room
+            assert room is not None
+            join_app = TriPeaksApp(server.ws_url, "joiner", start="join", code=room.code)
+            joiner = asyncio.create_task(_join_and_look(join_app))
+            await until(pilot, lambda: member_count(host_app) == 2)
+            assert await joiner == room.code
+
+
+async def _join_and_look(app: TriPeaksApp) -> str:
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, LobbyScreen) and member_count(app) == 2)
+        return text_of(app, "#code").replace(" ", "")
