@@ -8,7 +8,9 @@ sockets with 1001 and waits for the race writes.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import functools
 import multiprocessing
 import re
 from collections.abc import AsyncIterator
@@ -39,8 +41,9 @@ MAX_LIST_LIMIT: Final = 100
 
 
 def make_executor(workers: int) -> concurrent.futures.ProcessPoolExecutor:
-    """The deal pool.  ``forkserver`` children never inherit the event loop or sockets."""
-    context = multiprocessing.get_context("forkserver")
+    """The deal pool.  Spawned workers inherit no event loop, socket or database handle,
+    and (unlike a fork server) none of them outlives the server."""
+    context = multiprocessing.get_context("spawn")
     return concurrent.futures.ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context)
 
 
@@ -71,7 +74,9 @@ def create_app(
             if not app[_EXTERNAL_STORE]:
                 await app[STORE].close()
             if own_executor:
-                app[_EXECUTOR].shutdown(wait=False, cancel_futures=True)
+                # Waiting for the workers to exit takes a moment: do it off the loop.
+                stop = functools.partial(app[_EXECUTOR].shutdown, wait=True, cancel_futures=True)
+                await asyncio.get_running_loop().run_in_executor(None, stop)
 
     app.cleanup_ctx.append(lifecycle)
     app.on_shutdown.append(_on_shutdown)
@@ -226,4 +231,3 @@ async def _bad_frame(hub: Hub, conn: Connection, exc: ProtocolError, settings: S
     elif conn.bad_frames >= settings.bad_frame_limit:
         logs.event("too_many_bad_frames", conn=conn.conn_id, address=conn.address)
         await conn.close(CloseCode.TOO_MANY_ERRORS)
-

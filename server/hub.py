@@ -410,10 +410,21 @@ class Hub:
             raise ProtocolError(ErrorCode.NOT_IN_ROOM)
         elif isinstance(msg, m.MoveRequest):
             started = time.perf_counter()
-            self.run(handle, handle.room.move(pid, msg, now))
+            outputs = handle.room.move(pid, msg, now)
+            self.run(handle, outputs)
+            self._count_move(outputs)
             self.metrics.move_seconds.observe(time.perf_counter() - started)
         else:
             self.run(handle, self._room_call(handle, pid, msg, now))
+
+    def _count_move(self, outputs: list[Output]) -> None:
+        first = outputs[0] if outputs else None
+        if isinstance(first, Send) and isinstance(first.message, m.MoveResult):
+            reason = first.message.reason
+            if reason is None:
+                self.metrics.moves.inc()
+            else:
+                self.metrics.rejected_moves.labels(reason=reason.name.lower()).inc()
 
     def _room_call(
         self, handle: RoomHandle, pid: str, msg: m.ClientMessage, now: int
