@@ -296,6 +296,9 @@ class StructNode(Node):
         self.by_name = {f.name: f for f in fields}
         self.required = [f.name for f in fields if f.required]
         self.check = check
+        # Encoding runs once per broadcast: precompute which fields need converting.
+        self._names = tuple(f.name for f in fields)
+        self._converted = tuple((f.name, f.node.encode) for f in fields if not f.node.plain)
 
     def decode(self, value: object, path: str) -> Any:
         if type(value) is not dict:
@@ -322,10 +325,9 @@ class StructNode(Node):
         return obj
 
     def encode(self, value: Any) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for spec in self.fields:
-            item = getattr(value, spec.name)
-            out[spec.name] = item if spec.node.plain else spec.node.encode(item)
+        out: dict[str, object] = {name: getattr(value, name) for name in self._names}
+        for name, convert in self._converted:
+            out[name] = convert(out[name])
         return out
 
     def describe(self) -> str:
