@@ -113,7 +113,8 @@ class Bench:
             db = f"sqlite:///{self.workdir / f'bench-{port}.db'}"
             # BENCH_LOAD_SERVER_MODULE lets an experiment run a variant of the server.
             module = os.environ.get("BENCH_LOAD_SERVER_MODULE", "server")
-            cmd = python_module(module, "--port", str(port), "--db", db, *SERVER_FLAGS)
+            extra = os.environ.get("BENCH_LOAD_SERVER_ARGS", "").split()
+            cmd = python_module(module, "--port", str(port), "--db", db, *SERVER_FLAGS, *extra)
         proc = start(cmd, core=SERVER_CORE, log=self.log)
         profiler = None
         try:

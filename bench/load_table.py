@@ -109,3 +109,69 @@ def print_table(figures: dict[str, Any]) -> None:
         lines.append(f"  p99 move RTT during a burst of starts < 100 ms:"
                      f" {_verdict(inter.get('within_bound'))}")
     print("\n".join(lines))
+
+
+def _cell(summary: dict[str, Any] | None, key: str) -> str:
+    value = summary.get(key) if summary else None
+    return "–" if value is None else f"{value:.1f}"
+
+
+def markdown(figures: dict[str, Any]) -> str:
+    """The figures as the Markdown tables of docs/performance.md."""
+    out = [
+        "| run | players (+spectators) | moves/s | server frames/s | RTT p50 / p99 / p99.9 ms"
+        " | fan-out p50 / p99 ms | room start p50 / p99 ms | server CPU (+pool) | server RSS"
+        " | generator CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in ("human", "saturation", "interference"):
+        fig = figures.get(name)
+        if not fig or "players" not in fig:
+            continue
+        rtt, fan, start = fig.get("rtt"), fig.get("fanout"), fig.get("room_start")
+        out.append(
+            f"| {name} | {fig['players']} (+{fig['spectators']})"
+            f" | {fig['accepted_moves_per_s']:.0f}"
+            f" | {fig['server_frames_per_s']:.0f}"
+            f" | {_cell(rtt, 'p50_ms')} / {_cell(rtt, 'p99_ms')} / {_cell(rtt, 'p99_9_ms')}"
+            f" | {_cell(fan, 'p50_ms')} / {_cell(fan, 'p99_ms')}"
+            f" | {_cell(start, 'p50_ms')} / {_cell(start, 'p99_ms')}"
+            f" | {fig['server_cpu_pct']}% (+{fig['server_children_cpu_pct']}%)"
+            f" | {fig['server_rss_mib']} MiB | {fig['generator_cpu_pct']}% |"
+        )
+    echo, idle, cap = figures.get("echo"), figures.get("idle"), figures.get("capacity")
+    inter = figures.get("interference", {})
+    out += ["", "| figure | value |", "|---|---|"]
+    if echo:
+        out.append(
+            f"| echo baseline ({echo['connections']} connections, {echo['frame_bytes']} B frames)"
+            f" | {echo['round_trips_per_s']:.0f} round trips/s (server CPU"
+            f" {echo['server_cpu_pct']}%, generator {echo['generator_cpu_pct']}%) |"
+        )
+    if "ratio_game_to_echo" in figures:
+        out.append(f"| game moves/s ÷ echo round trips/s | {figures['ratio_game_to_echo']} |")
+    if idle:
+        out.append(
+            f"| memory per idle connected player ({idle['players']} players) |"
+            f" {idle['kib_per_player']} KiB |"
+        )
+    if cap:
+        steps = ", ".join(
+            f"{s['players']}: {s['p99_ms']} ms {'ok' if s['ok'] else 'over'}" for s in cap["steps"]
+        )
+        out.append(f"| capacity at 2 moves/s, p99 < 50 ms | {cap['largest_ok_players']} players"
+                   f" (p99 by step: {steps}) |")
+    if inter.get("rtt_during_burst"):
+        out.append(
+            f"| p99 move RTT in other rooms during {inter['burst_rooms']} starts |"
+            f" {_cell(inter['rtt_during_burst'], 'p99_ms')} ms |"
+        )
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    print(markdown(json.loads(Path(sys.argv[1]).read_text())))

@@ -7,15 +7,20 @@ harness starts is gone afterwards; it asserts nothing about performance
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psutil
 import pytest
+from aiohttp import web
 
+from bench.echo_server import make_app
 from bench.load_stats import Histogram
+from bench.load_wire import WireClient, WireError, connect, frame
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,3 +104,71 @@ def test_histograms_merge_by_adding_counts() -> None:
 
 def test_empty_histogram_has_no_percentiles() -> None:
     assert Histogram().summary()["p99_ms"] is None
+
+
+# ---- the generator's lean WebSocket client, against the echo server in-process ----
+@pytest.fixture
+async def echo_url() -> AsyncIterator[str]:
+    runner = web.AppRunner(make_app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"ws://127.0.0.1:{port}/ws"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("size", [0, 35, 125, 126, 65535])
+async def test_wire_client_round_trips_frames_of_every_length_encoding(
+    echo_url: str, size: int
+) -> None:
+    client = await connect(echo_url, "tripeaks.v1.msgpack")
+    got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+    client.on_message = got.set_result
+    payload = bytes(i % 251 for i in range(size))
+    client.send(payload)
+    assert await asyncio.wait_for(got, 10) == payload
+    client.close()
+
+
+async def test_wire_client_refuses_a_server_that_ignores_its_subprotocol(echo_url: str) -> None:
+    with pytest.raises(WireError, match="subprotocol"):
+        await connect(echo_url, "not.a.protocol")
+
+
+async def test_wire_client_refuses_a_plain_http_answer(echo_url: str) -> None:
+    with pytest.raises(WireError, match="answered"):
+        await connect(echo_url.replace("/ws", "/healthz"), "tripeaks.v1.msgpack")
+
+
+async def test_wire_client_reports_a_closed_connection(echo_url: str) -> None:
+    client = await connect(echo_url, "tripeaks.v1.msgpack")
+    closed = asyncio.Event()
+    client.on_close = closed.set
+    client.close()
+    await asyncio.wait_for(closed.wait(), 10)
+    assert client.closed
+
+
+def test_masked_client_frames_unmask_to_the_payload() -> None:
+    payload = b"tripeaks move frame"
+    data = frame(0x2, payload)
+    assert data[0] == 0x82 and data[1] == 0x80 | len(payload)
+    key, masked = data[2:6], data[6:]
+    assert bytes(b ^ key[i % 4] for i, b in enumerate(masked)) == payload
+
+
+async def test_wire_client_parses_long_server_frames_split_across_reads() -> None:
+    client = WireClient("127.0.0.1", 1, "/ws", "tripeaks.v1.msgpack")
+    client._handshaken = True
+    got: list[bytes] = []
+    client.on_message = got.append
+    payload = bytes(i % 253 for i in range(70_000))
+    data = bytes([0x82, 127]) + len(payload).to_bytes(8, "big") + payload
+    data += bytes([0x82, 3]) + b"abc"
+    for cut in (1, 5, 9000, len(data)):
+        client.data_received(data[:cut])
+        data = data[cut:]
+    assert got == [payload, b"abc"]
