@@ -117,6 +117,12 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings
     return Settings(**values)
 
 
+def _metavar(name: str) -> str:
+    if name == "db":
+        return "URL"
+    return "SECONDS" if name.endswith("_s") else name.upper()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``tripeaks-server`` argument parser, one flag per setting."""
     parser = argparse.ArgumentParser(
@@ -128,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(
             "--" + spec.name.replace("_", "-"),
             dest=spec.name,
-            metavar=spec.name.upper().removesuffix("_S") if spec.name != "db" else "URL",
+            metavar=_metavar(spec.name),
             default=None,
             help=f"{spec.metadata['help']} (default {spec.default!r}; env "
             f"{ENV_PREFIX}{spec.name.upper()})",
