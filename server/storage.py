@@ -8,8 +8,16 @@ versioned SQL steps in ``server/migrations/`` (``NNNN_name.sql``, or
 differs by back end).  The ``schema_version`` table records each applied
 step; a database written by newer code is refused rather than guessed at.
 
-Every failure the caller can act on is a :class:`StorageError` subclass with
-a message that names the database (passwords hidden).
+Every failure the caller can act on is a :class:`StorageError` with a
+message that names the database (passwords hidden)::
+
+    StorageError                  bad record, driver failure, bad migration files
+    +-- DatabaseURLError          malformed or unsupported URL
+    +-- DatabaseUnavailableError  cannot connect, or the connection died
+    +-- SchemaTooNewError         the database was migrated by newer code
+    +-- DuplicateRaceError        another race already has this id
+
+The tables and the record <-> row mapping live in :mod:`server.storage_schema`.
 """
 
 from __future__ import annotations
