@@ -17,9 +17,9 @@ import itertools
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
 
@@ -127,8 +127,9 @@ class Hub:
         rooms.sort(key=lambda room: room.created_ms, reverse=True)
         return [room.summary() for room in rooms[:100]]
 
-    def spawn(self, coro: asyncio.Future[None] | asyncio.Task[None] | object) -> None:
-        task: asyncio.Task[None] = self._loop.create_task(coro)  # type: ignore[arg-type]
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` in the background; shutdown cancels whatever is left."""
+        task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
