@@ -19,6 +19,7 @@ from typing import Final
 from aiohttp import WSMsgType, web
 
 from protocol import codec
+from protocol import messages as m
 from protocol.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs
 from server.clientaddr import client_address
@@ -203,17 +204,29 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
             return
 
 
+#: Messages that end a player's part are never dropped for lack of credit:
+#: losing a ``resign`` would leave a race waiting for a player who has gone.
+_ALWAYS_HANDLED: Final = (m.Resign, m.Leave)
+
+
 async def _on_frame(hub: Hub, conn: Connection, frame: bytes | str, settings: Settings) -> None:
-    if not conn.bucket.spend(hub.now_ms()):
+    limited = not conn.bucket.spend(hub.now_ms())
+    if limited and conn.bucket.is_abusive(settings.abuse_strikes):
         hub.error(conn, ErrorCode.RATE_LIMITED)
-        if conn.bucket.is_abusive(settings.abuse_strikes):
-            logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
-            await conn.close(CloseCode.POLICY_VIOLATION)
+        logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
+        await conn.close(CloseCode.POLICY_VIOLATION)
         return
     try:
         message = codec.decode(frame, conn.encoding)
     except ProtocolError as exc:
-        await _bad_frame(hub, conn, exc, settings)
+        if limited:
+            hub.error(conn, ErrorCode.RATE_LIMITED)
+        else:
+            await _bad_frame(hub, conn, exc, settings)
+        return
+    if limited and not isinstance(message, _ALWAYS_HANDLED):
+        seq = message.seq if isinstance(message, m.MoveRequest) else None
+        hub.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG, seq=seq)
         return
     try:
         hub.handle(conn, message)

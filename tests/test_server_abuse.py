@@ -300,3 +300,20 @@ def test_client_address_believes_forwarded_for_only_from_trusted_proxies() -> No
     assert client_address("10.1.1.1", None, trusted) == "10.1.1.1"
     assert client_address("::1", "2001:db8::1", trusted) == "2001:db8::1"
     assert client_address(None, "1.2.3.4", trusted) == "unknown"
+
+
+async def test_a_resign_is_handled_even_without_credit(tmp_path: Path) -> None:
+    async with running_server(tmp_path, player_burst=4, player_rate=0.5) as server:
+        (ann,), _ = await open_room(server.ws_url, ["ann"], practice_seed="42")
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        for n in range(4):
+            await ann.send(m.Ping(n))
+        await ann.send(m.MoveRequest(1, m.MoveAction.DRAW))
+        limited = await ann.expect(m.Error)
+        while limited.ref != "move":
+            limited = await ann.expect(m.Error)
+        assert limited.code == ErrorCode.RATE_LIMITED and limited.seq == 1
+        await ann.send(m.Resign())
+        over = await ann.expect(m.RaceOver)
+        assert over.standings[0].status is m.PlayerStatus.RESIGNED
