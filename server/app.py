@@ -188,7 +188,14 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
 async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
     ws = conn.ws
     while not ws.closed and not conn.closed:
-        timeout = settings.hello_timeout_s if conn.session is None else settings.idle_timeout_s
+        session = conn.session
+        if session is None:
+            timeout: float | None = settings.hello_timeout_s
+        elif session.room is None:
+            timeout = settings.idle_timeout_s
+        else:
+            # In a room, a quiet spectator is normal: the heartbeat finds dead sockets.
+            timeout = None
         try:
             msg = await ws.receive(timeout=timeout or None)
         except TimeoutError:

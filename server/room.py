@@ -311,9 +311,7 @@ class Room:
         if racer is not None and not self.race_over and not racer.is_done:
             raise ProtocolError(ErrorCode.ALREADY_RACING)
         self.spectators.add(who.player_id)
-        outputs = self._state_changed()
-        outputs.append(Send(who.player_id, self.state(Role.SPECTATOR)))
-        return outputs
+        return self._state_changed()  # the live room_state reaches the new spectator too
 
     @property
     def race_over(self) -> bool:
