@@ -241,7 +241,15 @@ class RaceStore:
             now_ms = int(time.time() * 1000)
             for step in (step for step in steps if step.version > current):
                 for statement in step.statements:
-                    await conn.execute(sa.text(statement))
+                    try:
+                        await conn.execute(sa.text(statement))
+                    except DBAPIError as exc:
+                        # Raising inside the transaction rolls every step back.
+                        raise StorageError(
+                            f"migration {step.version:04d}_{step.name} failed on "
+                            f"{self._display_url}: {_reason(exc)}; the schema stays at "
+                            f"version {current}"
+                        ) from exc
                 await conn.execute(
                     schema_version.insert().values(
                         version=step.version, name=step.name, applied_at_ms=now_ms

@@ -285,7 +285,8 @@ async def test_a_failing_step_rolls_back_whole_and_keeps_the_old_version(db_url:
     await store.save_race(make_record("safe"))
     await store.close()
     bad = extra_step(len(base) + 1, "CREATE TABLE half (x INTEGER)", "THIS IS NOT SQL")
-    with pytest.raises(StorageError):
+    failed = rf"migration 000{len(base) + 1}_step{len(base) + 1} failed.*stays at version"
+    with pytest.raises(StorageError, match=failed):
         await RaceStore.connect(db_url, migrations=(*base, bad))
     store = await RaceStore.connect(db_url)
     try:
