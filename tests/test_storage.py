@@ -560,3 +560,14 @@ async def test_a_save_during_a_database_restart_waits_and_lands_but_not_forever(
             await store.close()
     finally:
         cluster.stop()
+
+
+async def test_servers_starting_at_once_on_a_new_database_migrate_it_once(db_url: str) -> None:
+    stores = await asyncio.gather(*(RaceStore.connect(db_url) for _ in range(4)))
+    try:
+        latest = len(load_migrations(stores[0].dialect))
+        assert [await s.schema_version() for s in stores] == [latest] * 4
+    finally:
+        for store in stores:
+            await store.close()
+    assert count_rows(db_url, "schema_version") == latest
