@@ -119,6 +119,10 @@ async def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot as ``artifacts/screenshots/NAME.png``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    # Finished animations only: a card caught mid-flip looks broken in a still.
-    await page.screenshot(path=str(path), full_page=True, animations="disabled")
+    # A card caught mid-animation looks broken in a still: ask for reduced motion.
+    await page.emulate_media(reduced_motion="reduce")
+    try:
+        await page.screenshot(path=str(path), full_page=True, animations="disabled")
+    finally:
+        await page.emulate_media(reduced_motion="no-preference")
     return path

@@ -275,7 +275,7 @@ class Watcher {
       $("no-finish").textContent = "Nobody finished this race.";
     }
     $("results-heading").textContent = message.practice
-      ? "Race over (practice: dealt from a chosen seed)" : "Race over";
+      ? "Race over · practice seed" : "Race over";
     $("par").textContent = message.par === null ? "unknown" : `${message.par} draws`;
     $("seed").textContent = message.seed;
     $("commitment").textContent = message.commitment;
