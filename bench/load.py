@@ -54,6 +54,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "load.json"
 HUMAN_INTERVAL_S = 0.5  # 2 moves/s per player
 P99_TARGET_MS = 50.0
 BURST_P99_TARGET_MS = 100.0
+#: Share of the server's core taken by other processes above which a capacity
+#: step that missed its target is run once more.
+DISTURBED_PCT = 10.0
 # Every connection comes from 127.0.0.1, so the per-address limits that
 # protect a real deployment would throttle the benchmark itself.
 SERVER_FLAGS = (
@@ -251,14 +254,22 @@ class Bench:
         players = s.capacity_start
         for _ in range(s.capacity_steps):
             rooms = max(1, players // 4)
-            result = self.race(rooms, HUMAN_INTERVAL_S, s.capacity_s, [])
-            figures = self._race_figures(result, rooms)
-            p99 = figures["rtt"]["p99_ms"]
-            ok = p99 is not None and p99 < P99_TARGET_MS
-            steps.append({"players": rooms * 4, "p99_ms": p99, "ok": ok,
-                          "moves_per_s": figures["accepted_moves_per_s"],
-                          "server_cpu_pct": figures["server_cpu_pct"],
-                          "generator_cpu_pct": figures["generator_cpu_pct"]})
+            for attempt in range(2):
+                result = self.race(rooms, HUMAN_INTERVAL_S, s.capacity_s, [])
+                figures = self._race_figures(result, rooms)
+                p99 = figures["rtt"]["p99_ms"]
+                ok = p99 is not None and p99 < P99_TARGET_MS
+                others = figures["server_core_busy_by_others_pct"] or 0.0
+                steps.append({"players": rooms * 4, "p99_ms": p99, "ok": ok,
+                              "moves_per_s": figures["accepted_moves_per_s"],
+                              "server_cpu_pct": figures["server_cpu_pct"],
+                              "core_taken_by_others_pct": others,
+                              "generator_cpu_pct": figures["generator_cpu_pct"],
+                              "generator_saturated": figures["generator_saturated"]})
+                # On the shared machine, a miss while neighbours took the server's
+                # core is measured once more before it counts.
+                if ok or others <= DISTURBED_PCT or attempt:
+                    break
             if ok:
                 good = max(good, rooms * 4)
             else:

@@ -91,7 +91,8 @@ def print_table(figures: dict[str, Any]) -> None:
             lines.append(
                 f"{'capacity':<13}{step['players']:>7} players at 2 moves/s: p99"
                 f" {step['p99_ms']} ms -> {'ok' if step['ok'] else 'over'}"
-                f" (server CPU {step['server_cpu_pct']}%, generator {step['generator_cpu_pct']}%)"
+                f" (server CPU {step['server_cpu_pct']}%, core 0 taken by others"
+                f" {step.get('core_taken_by_others_pct')}%, generator {step['generator_cpu_pct']}%)"
             )
     lines += ["-" * 78, "targets"]
     ratio = figures.get("ratio_game_to_echo")
