@@ -68,6 +68,7 @@ def create_app(
         own_executor = executor is None
         app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
         app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR])
+        app[HUB].start()
         logs.event("storage_ready", db=app[STORE].url)
         try:
             yield

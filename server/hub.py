@@ -112,6 +112,10 @@ class Hub:
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
 
+    def start(self) -> None:
+        """Warm up: fill the deal queue for the default rules before anyone asks."""
+        self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
+
     # ---- clock and bookkeeping ------------------------------------------------
     def now_ms(self) -> int:
         """Unix time in ms, driven by the loop's monotonic clock."""

@@ -14,7 +14,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from protocol import messages as m
-from protocol.dealer import deal_for_seed
+from protocol.commitment import commitment
+from protocol.dealer import Difficulty, deal_for_seed
 from protocol.errors import CloseCode
 from protocol.game import Rules
 from server.config import SettingsError, from_env, parse
@@ -234,3 +235,23 @@ async def test_tripeaks_server_reports_a_bad_flag_and_exits_2() -> None:
     )
     _, err = await proc.communicate()
     assert proc.returncode == 2 and b"--port" in err
+
+
+async def test_deals_prepared_ahead_start_races_and_are_refilled(tmp_path: Path) -> None:
+    async with running_server(tmp_path, deals_ahead=1) as server:
+        key = (Rules(), Difficulty.ANY)
+        for _ in range(200):
+            if server.hub._prepared.get(key):
+                break
+            await asyncio.sleep(0.05)
+        prepared = server.hub._prepared[key][0]
+        (ann,), _ = await open_room(server.ws_url, ["ann"])
+        await ann.send(m.Start())
+        start = await ann.expect(m.RaceStart)
+        assert start.commitment == commitment(prepared.seed, prepared.rules)
+        assert not start.practice
+        for _ in range(200):
+            if server.hub._prepared.get(key):
+                break
+            await asyncio.sleep(0.05)
+        assert server.hub._prepared[key][0].seed != prepared.seed
