@@ -22,17 +22,19 @@ relies on one dominance rule: a state with played mask ``M`` and top rank
 after more draws, because it can copy that line, drawing extra cards when
 the other line first draws, and catch up with the same draw count.  So each
 ``(M, t)`` is expanded once, in the first layer that reaches it.  When the
-depth-first search runs out of budget this search decides the deal.
+probes run out of budget this search decides the deal; for par it runs
+after them, limited to the draws of the probes' line (par is no larger).
 
-The depth-first search also prunes with the *dead rank* rule: a peak card
-of rank ``q`` can only be played right after a card of a rank adjacent to
-``q`` reached the waste.  When no such card is left in the peaks or in the
-stock (within the draw limit), and the waste's top cannot take it either,
-the state is lost.  (The layered search skips this rule: testing it on every
-set of masks cost more than the few states it removes.)
+Both prune states that provably cannot be won, from one observation: a peak
+card of rank ``q`` can only be played right after a card of a rank adjacent
+to ``q`` reached the waste, and each card on the waste is followed by at
+most one card.  The depth-first search uses the simplest form (the *dead
+rank* rule: no card adjacent to ``q`` is left in the peaks or the stock
+within the draw limit, and the waste's top cannot take it).  The layered
+search uses the counting form on whole sets of masks (:class:`_CountCheck`).
 
 Exactness: every state is expanded, skipped as dominated, or pruned by the
-sound rule above, so the answers (winnable, par) never depend on the budget,
+sound rules above, so the answers (winnable, par) never depend on the budget,
 the move order or time; they only choose which method finds the line.
 """
 
@@ -146,19 +148,21 @@ def _solve(board: _Board, want_par: bool) -> SolveResult:
     if board.start_mask == FULL:
         return SolveResult(True, (), 0 if want_par else None, 0)
     limit = len(board.stock_ranks)
-    nodes = 0
-    if not want_par:
-        line, nodes, complete = _probe(board, limit)
-        if line is not None:
+    line, nodes, complete = _probe(board, limit)
+    if complete:
+        return SolveResult(False, None, None, nodes)
+    if line is not None:
+        if not want_par:
             return SolveResult(True, tuple(line), None, nodes)
-        if complete:
-            return SolveResult(False, None, None, nodes)
-    last_draw, line, states = _layered(board, limit)
+        # Par is at most this line's draws: searching only that far makes
+        # the counting rule prune harder, and the answer is the same.
+        limit = board.start_drawn + sum(1 for move in line if move == DRAW)
+    last_draw, best, states = _layered(board, limit)
     nodes += states
-    if line is None or last_draw is None:
+    if best is None or last_draw is None:
         return SolveResult(False, None, None, nodes)
     par = last_draw - board.start_drawn
-    return SolveResult(True, tuple(line), par if want_par else None, nodes)
+    return SolveResult(True, tuple(best), par if want_par else None, nodes)
 
 
 def par_of(deal: Deal) -> tuple[int, tuple[Move, ...]]:
@@ -324,11 +328,14 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
     fresh: list[set[int]] = []  # per layer: masks never met in an earlier layer
     met: set[int] = set()
     next_start = [0] * RANK_COUNT  # first layer whose fresh masks have not drawn to rank r
+    if board.start_mask == FULL:
+        return board.start_drawn, [], 0
+    counts = _CountCheck(board, limit)
     top = board.start_top
     start = {board.start_mask}
     states = 0
     for drawn in range(board.start_drawn, limit + 1):
-        start -= seen[top]
+        start = counts.keep(start - seen[top], drawn, top)
         seen[top] |= start
         found: dict[int, set[int]] = {top: set(start)}
         layers.append(found)
@@ -346,7 +353,7 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
                             grown[r] = new
             front = {}
             for r, masks in grown.items():
-                masks -= seen[r]
+                masks = counts.keep(masks - seen[r], drawn, r)
                 if not masks:
                     continue
                 seen[r] |= masks
@@ -369,6 +376,99 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
             start = set().union(*fresh[next_start[top] :])
             next_start[top] = len(fresh)
     return None, None, states
+
+
+class _CountCheck:
+    """The counting rule, tested on whole sets of masks in the layered search.
+
+    Every peak card still to play needs a card of an adjacent rank placed on
+    the waste *immediately* before it, and each placement comes right before
+    at most one card.  So for a set ``Q`` of ranks, the peak cards of ranks in
+    ``Q`` still to play cannot outnumber the cards of ranks adjacent to ``Q``
+    that may still reach the waste (peak cards left, stock cards within the
+    draw limit) plus one for the waste's top if it is adjacent (Hall's
+    condition for that matching).  A mask breaking it for some ``Q`` is lost.
+
+    Checked for ``Q`` = one rank, and two or three ranks two apart (which
+    share neighbours).  The test is linear in the per-rank counts of played
+    cards, so all sets are checked at once on a packed integer: 10-bit fields,
+    one per ``Q``, summed from three lookup tables over the mask's bits.
+    """
+
+    _WIDTH: Final = 10
+    _HALF: Final = 1 << (_WIDTH - 1)
+
+    def __init__(self, board: _Board, limit: int) -> None:
+        self.board = board
+        self.limit = limit
+        wrap = board.adjacent[0] == (1, 12)
+        sets: list[tuple[int, ...]] = []
+        for size in (1, 2, 3):
+            for q in range(RANK_COUNT):
+                ranks = tuple((q + 2 * k) % RANK_COUNT if wrap else q + 2 * k for k in range(size))
+                if max(ranks) < RANK_COUNT:
+                    sets.append(ranks)
+        self.sets = sets
+        self.near = [sorted({a for q in ranks for a in board.adjacent[q]}) for ranks in sets]
+        weights = []
+        for p in range(PEAK_CARDS):
+            r = board.peak_ranks[p]
+            weights.append(
+                sum(
+                    ((r in near) - (r in ranks)) << (self._WIDTH * i)
+                    for i, (ranks, near) in enumerate(zip(sets, self.near, strict=True))
+                )
+            )
+        self.tables = (_sums(weights[0:10]), _sums(weights[10:19]), _sums(weights[19:28]))
+        self.peaks = [board.peak_ranks.count(q) for q in range(RANK_COUNT)]
+        #: per top rank: one more spare placement for every set it is adjacent to
+        self.top_credit = [
+            sum(
+                1 << (self._WIDTH * i)
+                for i, near in enumerate(self.near)
+                if top == EMPTY or top in near
+            )
+            for top in range(RANK_COUNT + 1)
+        ]
+        self.cache: dict[int, tuple[int, int, list[int]]] = {}
+
+    def _bias(self, drawn: int) -> tuple[int, int, list[int]]:
+        """Packed bias and the bits that mean lost, with ``drawn`` draws and no top;
+        and per top rank what its being on the waste takes off the bias."""
+        stock = [0] * RANK_COUNT
+        for r in self.board.stock_ranks[drawn : self.limit]:
+            stock[r] += 1
+        bias = lost = 0
+        for i, (ranks, near) in enumerate(zip(self.sets, self.near, strict=True)):
+            spare = sum(self.peaks[a] + stock[a] for a in near) - sum(self.peaks[q] for q in ranks)
+            # the field is HALF + (played near Q) - (played in Q) - spare: lost when >= HALF
+            bias += (self._HALF - 1 - spare) << (self._WIDTH * i)
+            if sum(self.peaks[a] for a in near) > spare:  # else this set can never fail
+                lost |= self._HALF << (self._WIDTH * i)
+        return bias, lost, self.top_credit
+
+    def keep(self, masks: set[int], drawn: int, top: int) -> set[int]:
+        """The masks that pass the counting rule with ``drawn`` draws and this top."""
+        if drawn not in self.cache:
+            self.cache[drawn] = self._bias(drawn)
+        bias, lost, credit = self.cache[drawn]
+        if not lost or not masks:
+            return masks
+        bias -= credit[top]
+        low, mid, high = self.tables
+        return {
+            m
+            for m in masks
+            if not (low[m & 1023] + mid[m >> 10 & 511] + high[m >> 19] + bias) & lost
+        }
+
+
+def _sums(weights: list[int]) -> list[int]:
+    """Table of the sums of every subset of ``weights``, indexed by bit pattern."""
+    table = [0]
+    for weight in weights:
+        table += [value + weight for value in table]
+    return table
 
 
 def _line_back(

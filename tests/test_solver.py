@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from protocol.game import DRAW, Deal, Game, Rules, Status, replay
 from protocol.shuffle import candidate_deal
 from protocol.solver import (
+    EMPTY,
     SolveResult,
     _Board,
+    _CountCheck,
     _depth_first,
     _layered,
     dfs_baseline,
@@ -123,12 +125,17 @@ def test_the_solver_agrees_with_brute_force_on_late_positions(
         guide = solve(deal).solution or ()
     game = _late_position(deal, random.Random(salt), guide)
     verdict = solve_game(game, want_par=True)
+    mask = sum(1 << p for p in range(28) if game.is_removed(p))
+    drawn = len(deal.stock) - game.stock_left
+    board = _Board(deal, (mask, drawn, game.waste_top))
+    layered_verdict = _layered(board, len(deal.stock))[1] is not None
     copy = replay(deal, game.history)
     try:
         brute = _brute_force_wins(copy, [300_000])
     except OverflowError:  # pragma: no cover - the tree is small in practice
         pytest.skip("brute-force tree too large")
     assert verdict.winnable == brute
+    assert layered_verdict == brute
     if verdict.winnable:
         assert verdict.solution is not None
         finished = replay(deal, game.history)
@@ -136,6 +143,25 @@ def test_the_solver_agrees_with_brute_force_on_late_positions(
             finished.push(move)
         assert finished.status is Status.WON
         assert finished.draws - game.draws == verdict.par
+
+
+@pytest.mark.parametrize("rules", ALL_RULES, ids=str)
+def test_the_counting_rule_keeps_every_state_of_a_winning_line(rules: Rules) -> None:
+    for record in _golden():
+        deal = _deal(record)
+        if deal.rules != rules or not record["winnable"]:
+            continue
+        board = _Board(deal)
+        check = _CountCheck(board, len(deal.stock))
+        game = Game(deal)
+        for move in solve(deal, want_par=True).solution or ():
+            game.push(move)
+            if game.status is Status.WON:
+                break
+            mask = sum(1 << p for p in range(28) if game.is_removed(p))
+            top = EMPTY if game.waste_top is None else game.waste_top % 13
+            drawn = len(deal.stock) - game.stock_left
+            assert check.keep({mask}, drawn, top) == {mask}
 
 
 def test_solving_a_position_leaves_the_game_unchanged() -> None:
