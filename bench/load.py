@@ -390,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         setattr(scale, name, type(getattr(scale, name))(value))
     scale.generators = max(1, args.generators)
     raise_open_file_limit()
+    # SIGTERM (a CI timeout, say) must unwind through the finally blocks that
+    # stop every server and generator this run started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     runs = args.only or list(RUNS)
     workdir = Path(tempfile.mkdtemp(prefix="tripeaks-bench-"))
     bench = Bench(scale, workdir)

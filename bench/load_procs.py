@@ -8,6 +8,7 @@ with it.  Nothing here talks to anything but 127.0.0.1.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import shutil
@@ -45,6 +46,16 @@ def free_port() -> int:
 #: people's work; when we may (root), the benchmark's processes outrank it so
 #: that the figures describe the server rather than the neighbours.
 BENCH_NICE = -10 if hasattr(os, "geteuid") and os.geteuid() == 0 else 0
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the benchmark dies, even by SIGKILL (Linux only)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def raise_autogroup(pid: int) -> None:
@@ -88,6 +99,7 @@ def start(
             stderr=log_file,
             env=env,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         raise_autogroup(proc.pid)
         return proc
