@@ -155,22 +155,27 @@ class HomeScreen(ClientScreen):
 
     @on(Button.Pressed, "#refresh")
     def refresh_rooms(self) -> None:
-        self.run_worker(self._load_rooms(), exclusive=True, group="rooms")
+        self.run_worker(self._load_rooms(), exclusive=True, group="rooms", exit_on_error=False)
 
     async def _load_rooms(self) -> None:
-        table = self.query_one("#rooms", DataTable)
         try:
             data = await asyncio.to_thread(fetch_json, self.tripeaks.url, "/api/rooms")
         except ClientError as exc:
-            self.query_one("#rooms-note", Static).update(f"cannot list rooms: {exc}")
-            return
+            data, note = None, f"cannot list rooms: {exc}"
+        # The answer may come after this screen was left: then there is nothing to fill.
+        with contextlib.suppress(NoMatches):
+            if data is not None:
+                note = self._show_rooms(data)
+            self.query_one("#rooms-note", Static).update(note)
+
+    def _show_rooms(self, data: Any) -> str:
+        table = self.query_one("#rooms", DataTable)
         rooms = data.get("rooms", data) if isinstance(data, dict) else data
         table.clear()
         listed = [r for r in rooms if isinstance(r, dict)] if isinstance(rooms, list) else []
         for room in listed:
             table.add_row(*_room_cells(room), key=str(room.get("code", "")))
-        note = f"{len(listed)} public room(s)" if listed else "no public rooms right now"
-        self.query_one("#rooms-note", Static).update(note)
+        return f"{len(listed)} public room(s)" if listed else "no public rooms right now"
 
     @on(DataTable.RowSelected, "#rooms")
     def pick_room(self, event: DataTable.RowSelected) -> None:
@@ -325,7 +330,7 @@ class TriPeaksApp(App[int]):
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
-        self.run_worker(self._network(), group="net")
+        self.run_worker(self._network(), group="net", exit_on_error=False)
 
     async def _network(self) -> None:
         if not await self.ensure_connected():

@@ -452,8 +452,16 @@ async def run_bots(
     except BotFailed:
         await host_task
         return _collect(None, bots)
-    others = [b.run(room=code, create=None) for b in bots[1:]]
-    await asyncio.gather(host_task, *others)
+    others = [asyncio.create_task(b.run(room=code, create=None)) for b in bots[1:]]
+    await host_task
+    if bots[0].result.error is not None:
+        # Nobody else starts a bots' room: unless the race is already on, stop waiting.
+        for bot, task in zip(bots[1:], others, strict=True):
+            if bot.board is None and not task.done():
+                task.cancel()
+                bot.result.error = f"the host bot failed ({bots[0].result.error})"
+                bot.result.status = "error"
+    await asyncio.gather(*others, return_exceptions=True)
     return _collect(code, bots)
 
 
