@@ -234,6 +234,8 @@ class Hub:
         old = handle.timers.pop(name, None)
         if old is not None:
             old.cancel()
+        if self.closing:
+            return  # shutting down: nothing may fire after the rooms were wound up
         when = (at_ms - self._clock_offset_ms) / 1000
         handle.timers[name] = self._loop.call_at(when, self._fire, handle, name)
 
@@ -295,7 +297,7 @@ class Hub:
         self.metrics.deal_seconds.observe(time.perf_counter() - started)
         if not practice:
             self._prepare_ahead(key)
-        if not handle.room.closed:
+        if not handle.room.closed and not self.closing:
             self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
