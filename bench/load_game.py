@@ -94,6 +94,21 @@ class SetupError(RuntimeError):
     """The server refused or dropped something while the load was being set up."""
 
 
+def peek_tag(data: bytes) -> str | None:
+    """The ``t`` of a server frame without decoding it, when it is where the codec puts it.
+
+    The codec writes the tag first: a map header (1 byte, or 3 for a map of
+    16+ keys), the 1-character string ``t``, then the tag as a short string.
+    """
+    start = 1 if data[:1] and data[0] & 0xF0 == 0x80 else 3
+    if data[start : start + 2] != b"\xa1t" or len(data) <= start + 2:
+        return None
+    size = data[start + 2] - 0xA0
+    if not 0 <= size < 32:
+        return None
+    return data[start + 3 : start + 3 + size].decode("ascii", "replace")
+
+
 class Conn:
     """One WebSocket whose frames are counted and dispatched by tag, from callbacks."""
 
@@ -126,6 +141,10 @@ class Conn:
         meters = self.meters
         if meters.measuring:
             meters.counts["frames_in"] = meters.counts.get("frames_in", 0) + 1
+        tag = peek_tag(data)
+        useless = tag not in self.handlers and tag not in self.waiters and tag != "error"
+        if tag is not None and useless:
+            return  # counted, and of no use to this client: not worth decoding
         frame = msgpack.unpackb(data)
         tag = frame["t"]
         handler = self.handlers.get(tag)
