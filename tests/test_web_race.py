@@ -425,6 +425,23 @@ async def test_a_stored_race_replays_move_by_move_with_timestamps(watched: Watch
     assert (await page.inner_text("#commit-check")).startswith("✔")
     await webutil.screenshot(page, "race-replay-end-desktop")
 
+    # The move logs list every entry with its time; a time jumps the replay there.
+    events = [
+        (entry["at_ms"], t, i)
+        for t, player in enumerate(race["players"])
+        for i, entry in enumerate(e for e in player["log"] if e["accepted"])
+    ]
+    order = sorted(range(len(events)), key=lambda k: events[k][0])
+    step_of = {events[k][1:]: step for step, k in enumerate(order, start=1)}
+    logs = page.locator("#logs details")
+    assert await logs.count() == len(race["players"])
+    await logs.nth(1).locator("summary").click()
+    rows = logs.nth(1).locator("tbody tr")
+    assert await rows.count() == len(race["players"][1]["log"])
+    await rows.locator("button").nth(2).click()
+    assert await page.input_value("#slider") == str(step_of[(1, 2)])
+    assert await page.evaluate("document.activeElement.id") == "slider"
+
     await page.keyboard.press("Home")
     await page.click("#play")
     await page.wait_for_function("() => Number(document.getElementById('slider').value) >= 3")

@@ -10,6 +10,11 @@ import { PlayerPanel } from "./panel.js";
 
 const $ = (id) => document.getElementById(id);
 const FINAL = new Set(["resign", "timeout", "leave"]);
+// protocol.game.Reason values, as in docs/protocol.md.
+const REASONS = {
+  1: "covered", 2: "not adjacent", 3: "already played", 4: "stock empty",
+  5: "nothing to undo", 6: "game over", 7: "no such position", 8: "undo not allowed",
+};
 const FINAL_STATUS = { resign: "resigned", timeout: "timeout", leave: "left" };
 
 /** The race id from /races/ID. */
@@ -61,6 +66,35 @@ export function buildTimeline(race) {
   return { tracks, timeline };
 }
 
+/** One player's move log as a table; accepted moves can be jumped to. */
+function logTable(player, steps, onJump) {
+  let accepted = 0;
+  const rows = (player.log ?? []).map((entry) => {
+    const step = entry.accepted ? steps.get(++accepted) : undefined;
+    const what = entry.action === "play"
+      ? `play ${entry.card ? cardShort(entry.card) : `position ${entry.position}`}`
+      : entry.action === "draw" && entry.card ? `draw ${cardShort(entry.card)}` : entry.action;
+    const time = step === undefined
+      ? formatMs(entry.at_ms)
+      : el("button", { type: "button", class: "link-button", onclick: () => onJump(step) },
+        formatMs(entry.at_ms));
+    return el("tr", { class: entry.accepted ? "" : "refused" }, [
+      el("td", {}, entry.seq ? String(entry.seq) : "–"),
+      el("td", {}, time),
+      el("td", {}, what),
+      el("td", {}, entry.accepted ? "accepted" : `refused: ${REASONS[entry.reason] ?? entry.reason}`),
+    ]);
+  });
+  return el("details", { class: "panel log" }, [
+    el("summary", {}, `${player.name}: ${(player.log ?? []).length} entries`),
+    el("div", { class: "table-wrap" }, el("table", { class: "standings" }, [
+      el("thead", {}, el("tr", {}, ["#", "Time", "Move", "Result"].map(
+        (h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows),
+    ])),
+  ]);
+}
+
 class Replay {
   constructor(race) {
     this.race = race;
@@ -71,6 +105,14 @@ class Replay {
     this.timer = null;
     this.panels = tracks.map((track) => new PlayerPanel(track.player.player_id, track.player.name));
     setChildren($("boards"), this.panels.map((panel) => panel.root));
+    // steps[t]: the timeline step at which track t's i-th accepted move happens.
+    const steps = tracks.map(() => new Map());
+    timeline.forEach((event, k) => steps[event.track].set(event.index, k + 1));
+    setChildren($("logs"), tracks.map((track, t) => logTable(track.player, steps[t], (step) => {
+      this.pause();
+      this.show(step);
+      $("slider").focus();
+    })));
     // positions[k][t]: how many of track t's events have happened after k timeline steps.
     this.positions = [tracks.map(() => 0)];
     for (const event of timeline) {
