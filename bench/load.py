@@ -315,6 +315,10 @@ class Bench:
                                        "p99_9_ms": None, "max_ms": None},
             "accepted_moves_per_s": result.rate("accepted"),
             "rejected_moves": result.counts.get("rejected", 0),
+            "accepted_by_action": {
+                action: result.counts.get(f"accepted_{action}", 0)
+                for action in ("play", "draw", "undo")
+            },
             "in_flight_at_end": result.counts.get("unanswered", 0),
             "server_frames_per_s": result.rate("frames_in"),
             "room_start": summary("room_start"),

@@ -38,6 +38,11 @@ def _race_rows(name: str, fig: dict[str, Any]) -> list[str]:
         f"{'':13}core 0 taken by other processes on this shared machine:"
         f" {fig.get('server_core_busy_by_others_pct')}%",
     ]
+    mix = fig.get("accepted_by_action") or {}
+    total = sum(mix.values())
+    if total:
+        shares = ", ".join(f"{a} {100 * n / total:.0f}%" for a, n in mix.items())
+        rows.append(f"{'':13}accepted moves by kind: {shares}")
     if fig.get("fanout"):
         rows.append(
             f"{'':13}spectator fan-out ms p50 {_ms(fig['fanout'], 'p50_ms')}"
@@ -117,13 +122,21 @@ def _cell(summary: dict[str, Any] | None, key: str) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
+def _mix(fig: dict[str, Any]) -> str:
+    mix = fig.get("accepted_by_action") or {}
+    total = sum(mix.values())
+    if not total:
+        return "–"
+    return " / ".join(f"{100 * mix.get(a, 0) / total:.0f}%" for a in ("play", "draw", "undo"))
+
+
 def markdown(figures: dict[str, Any]) -> str:
     """The figures as the Markdown tables of docs/performance.md."""
     out = [
         "| run | players (+spectators) | moves/s | server frames/s | RTT p50 / p99 / p99.9 ms"
         " | fan-out p50 / p99 ms | room start p50 / p99 ms | server CPU (+pool) | server RSS"
-        " | generator CPU |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        " | generator CPU | play / draw / undo |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in ("human", "saturation", "interference"):
         fig = figures.get(name)
@@ -138,7 +151,7 @@ def markdown(figures: dict[str, Any]) -> str:
             f" | {_cell(fan, 'p50_ms')} / {_cell(fan, 'p99_ms')}"
             f" | {_cell(start, 'p50_ms')} / {_cell(start, 'p99_ms')}"
             f" | {fig['server_cpu_pct']}% (+{fig['server_children_cpu_pct']}%)"
-            f" | {fig['server_rss_mib']} MiB | {fig['generator_cpu_pct']}% |"
+            f" | {fig['server_rss_mib']} MiB | {fig['generator_cpu_pct']}% | {_mix(fig)} |"
         )
     echo, idle, cap = figures.get("echo"), figures.get("idle"), figures.get("capacity")
     inter = figures.get("interference", {})
