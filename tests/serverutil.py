@@ -127,6 +127,10 @@ async def running_server(
 # ---- a small protocol client for tests ---------------------------------------
 M = TypeVar("M")
 
+#: Seconds a test waits for a frame.  Generous: only a failing test ever waits
+#: this long, and a loaded CI machine can take seconds to start deal workers.
+DEFAULT_TIMEOUT = 30.0
+
 
 class TestClient:
     """A raw protocol client: sends messages, decodes and keeps every frame it receives."""
@@ -151,7 +155,7 @@ class TestClient:
     async def send_raw(self, frame: bytes | str) -> None:
         await self.ws.send(frame)
 
-    async def recv(self, timeout: float = 10.0) -> m.ServerMessage:
+    async def recv(self, timeout: float = DEFAULT_TIMEOUT) -> m.ServerMessage:
         """The next frame, decoded (strictly: a bad server frame fails the test)."""
         if self._unread:
             return self._unread.pop(0)
@@ -160,7 +164,7 @@ class TestClient:
         self.frames.append(message)
         return message
 
-    async def expect(self, kind: type[M], timeout: float = 10.0) -> M:
+    async def expect(self, kind: type[M], timeout: float = DEFAULT_TIMEOUT) -> M:
         """Skip frames until one of type ``kind`` arrives; skipped frames stay readable."""
         skipped: list[m.ServerMessage] = []
         deadline = asyncio.get_running_loop().time() + timeout
@@ -177,7 +181,9 @@ class TestClient:
     def drop_unread(self) -> None:
         self._unread.clear()
 
-    async def request(self, message: m.ClientMessage, kind: type[M], timeout: float = 10.0) -> M:
+    async def request(
+        self, message: m.ClientMessage, kind: type[M], timeout: float = DEFAULT_TIMEOUT
+    ) -> M:
         """Send ``message`` and wait for the first reply of type ``kind``."""
         await self.send(message)
         return await self.expect(kind, timeout)

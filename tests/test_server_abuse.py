@@ -23,7 +23,7 @@ from server.config import Settings
 from tests.serverutil import TestClient, connect, move_request, open_room, running_server
 
 
-async def close_code(client: TestClient, timeout: float = 5.0) -> int | None:
+async def close_code(client: TestClient, timeout: float = 15.0) -> int | None:
     """Read until the server closes; return its close code."""
     try:
         while True:

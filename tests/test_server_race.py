@@ -237,7 +237,7 @@ async def test_the_time_limit_ends_the_race_and_times_out_who_is_still_racing(
         await ann.send(m.Start())
         await ann.expect(m.RaceStart)
         await play_line(bob, dealt().solution[:5])
-        over = await ann.expect(m.RaceOver, timeout=5)
+        over = await ann.expect(m.RaceOver)
         assert over.ended_by is m.RaceEnd.TIME_LIMIT
         assert [s.player_id for s in over.standings] == [bob.player_id, ann.player_id]
         assert {s.status for s in over.standings} == {m.PlayerStatus.TIMED_OUT}
@@ -260,7 +260,7 @@ async def test_moves_before_the_race_starts_are_not_allowed(tmp_path: Path) -> N
         assert countdown.seconds == 2
         error = await ann.request(_moves(m.MoveAction.DRAW, 1), m.Error)
         assert error.code == ErrorCode.NOT_ALLOWED_NOW
-        start = await ann.expect(m.RaceStart, timeout=5)
+        start = await ann.expect(m.RaceStart)
         assert start.started_at_ms >= countdown.start_at_ms
 
 

@@ -178,7 +178,7 @@ async def test_a_spectator_sees_each_board_only_after_the_spectator_delay(tmp_pa
         await ann.expect(m.RaceStart)
         moved_at = loop.time()
         await ann.request(m.MoveRequest(1, m.MoveAction.DRAW), m.MoveResult)
-        board = await eve.expect(m.SpectatorBoard, timeout=5)
+        board = await eve.expect(m.SpectatorBoard)
         seen_at = loop.time()
         assert board.player_id == ann.player_id and board.view.draws == 1
         assert seen_at - moved_at >= 0.95
