@@ -11,6 +11,7 @@ would fail the test.  Screenshots go to ``artifacts/screenshots/``.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -335,26 +336,48 @@ def _as_codes(drawn: dict[str, Any]) -> tuple[Any, ...]:
     return (tuple(board), top)
 
 
-async def test_no_hidden_card_ever_reaches_the_page_before_it_is_uncovered(
-    watched: WatchedRace,
-) -> None:
-    race = watched.race
+def hidden_card_leaks(race: dict[str, Any], snapshots: list[dict[str, Any]]) -> list[str]:
+    """Every way the recorded page showed more than the players had uncovered."""
     views = {p["player_id"]: _views_of(race, p) for p in race["players"]}
     blank = ((HIDDEN,) * 28, None)  # before the first frame: every spot a back
-    racing = [s for s in watched.snapshots if not s["over"]]
-    assert len(racing) >= 10, "the page was not observed during the race"
-    for index, snapshot in enumerate(racing):
+    leaks = []
+    for index, snapshot in enumerate(s for s in snapshots if not s["over"]):
         shown: set[str] = set()
         for player_id, drawn in snapshot["boards"].items():
             board, top = _as_codes(drawn)
-            assert (board, top) == blank or (board, top) in views[player_id], (
-                f"snapshot {index}: {player_id}'s board was never that player's view"
-            )
+            if (board, top) != blank and (board, top) not in views[player_id]:
+                leaks.append(f"snapshot {index}: {player_id}'s board was never that player's view")
             shown.update(code for code in board if code not in (None, HIDDEN))
             if top is not None:
                 shown.add(top)
         named = {webutil.CODE_FOR_LABEL[name] for name in snapshot["names"]}
-        assert named <= shown, f"snapshot {index}: cards named off the boards: {named - shown}"
+        if not named <= shown:
+            leaks.append(f"snapshot {index}: cards named off the boards: {sorted(named - shown)}")
+    return leaks
+
+
+async def test_no_hidden_card_ever_reaches_the_page_before_it_is_uncovered(
+    watched: WatchedRace,
+) -> None:
+    racing = [s for s in watched.snapshots if not s["over"]]
+    assert len(racing) >= 10, "the page was not observed during the race"
+    assert hidden_card_leaks(watched.race, watched.snapshots) == []
+
+
+async def test_the_hidden_card_scan_catches_a_card_shown_too_early(watched: WatchedRace) -> None:
+    # The scan itself must be able to fail: doctor one recorded board so that
+    # a still-covered card shows, and name another card outside the boards.
+    race = watched.race
+    snapshot = copy.deepcopy(next(s for s in watched.snapshots if len(s["boards"]) == PLAYERS))
+    drawn = next(iter(snapshot["boards"].values()))
+    covered = drawn["board"].index("face-down card")
+    drawn["board"][covered] = webutil.LABEL_FOR_CODE[race["peaks"][covered]]
+    assert len(hidden_card_leaks(race, [snapshot])) == 1
+    snapshot = copy.deepcopy(next(s for s in watched.snapshots if len(s["boards"]) == PLAYERS))
+    snapshot["names"].append(webutil.LABEL_FOR_CODE[race["stock"][-1]])
+    assert hidden_card_leaks(race, [snapshot]) == [
+        f"snapshot 0: cards named off the boards: {[race['stock'][-1]]}"
+    ]
 
 
 async def test_the_winning_line_replays_from_the_keyboard(watched: WatchedRace) -> None:

@@ -59,6 +59,7 @@ CODE_FOR_LABEL: Final = {
     for r in range(13)
     for s in range(4)
 }
+LABEL_FOR_CODE: Final = {code: label for label, code in CODE_FOR_LABEL.items()}
 CARD_LABEL_RE: Final = re.compile(
     r"(Ace|Two|Three|Four|Five|Six|Seven|Eight|Nine|Ten|Jack|Queen|King) of "
     r"(clubs|diamonds|hearts|spades)"
