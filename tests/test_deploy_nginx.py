@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -57,8 +58,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def config_for_test(conf: str, root: Path, *, port: int, http_port: int, upstream: int) -> str:
-    """deploy/nginx.conf with the test's ports, upstream and paths; TLS swapped for plain HTTP."""
+def config_for_test(
+    conf: str,
+    root: Path,
+    *,
+    port: int,
+    http_port: int,
+    upstream: int,
+    tls: tuple[Path, Path] | None = None,
+) -> str:
+    """deploy/nginx.conf with the test's ports, upstream and paths.
+
+    Without ``tls`` the TLS listener becomes plain HTTP; with ``tls=(cert, key)``
+    it stays TLS, with the placeholder certificate paths pointed at those files.
+    """
+    if tls is None:
+        listener = rf"\1listen 127.0.0.1:{port};"
+        certificates = [(r"^\s*ssl_[a-z_]+ [^;]*;\n", "")]
+    else:
+        listener = rf"\1listen 127.0.0.1:{port} ssl;"
+        certificates = [
+            (r"ssl_certificate +/etc/tripeaks/tls/fullchain\.pem;", f"ssl_certificate {tls[0]};"),
+            (
+                r"ssl_certificate_key +/etc/tripeaks/tls/privkey\.pem;",
+                f"ssl_certificate_key {tls[1]};",
+            ),
+        ]
     swaps = [
         (r"^pid /run/nginx\.pid;$", f"pid {root}/nginx.pid;"),
         (r"^error_log /var/log/nginx/error\.log warn;$", f"error_log {root}/error.log info;"),
@@ -66,9 +91,9 @@ def config_for_test(conf: str, root: Path, *, port: int, http_port: int, upstrea
         (r"^(\s*)server 127\.0\.0\.1:8765;$", rf"\1server 127.0.0.1:{upstream};"),
         (r"proxy_cache_path /var/cache/nginx/tripeaks ", f"proxy_cache_path {root}/cache "),
         (r"^(\s*)listen 80;$", rf"\1listen 127.0.0.1:{http_port};"),
-        (r"^(\s*)listen 443 ssl;$", rf"\1listen 127.0.0.1:{port};"),
+        (r"^(\s*)listen 443 ssl;$", listener),
         (r"^\s*listen \[::\]:(80|443 ssl);\n", ""),
-        (r"^\s*ssl_[a-z_]+ [^;]*;\n", ""),
+        *certificates,
         (
             r"^http \{$",
             "http {\n"
@@ -81,7 +106,8 @@ def config_for_test(conf: str, root: Path, *, port: int, http_port: int, upstrea
     for pattern, replacement in swaps:
         conf, count = re.subn(pattern, replacement, conf, flags=re.M)
         assert count > 0, f"deploy/nginx.conf no longer has a line matching {pattern!r}"
-    assert "ssl" not in re.sub(r"#.*", "", conf).replace("ssl_session", ""), conf
+    if tls is None:
+        assert "ssl" not in re.sub(r"#.*", "", conf), conf
     return conf
 
 
@@ -91,14 +117,15 @@ class Nginx:
     http_port: int
     root: Path
     process: subprocess.Popen[bytes]
+    tls: bool = False
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws"
+        return f"{'wss' if self.tls else 'ws'}://127.0.0.1:{self.port}/ws"
 
     def error_log(self) -> str:
         path = self.root / "error.log"
@@ -116,19 +143,26 @@ def nginx_root() -> Iterator[Path]:
 
 
 @asynccontextmanager
-async def nginx_in_front_of(server: RunningServer, root: Path) -> AsyncIterator[Nginx]:
+async def nginx_in_front_of(
+    server: RunningServer, root: Path, tls: tuple[Path, Path] | None = None
+) -> AsyncIterator[Nginx]:
     """Run nginx with the deploy config, proxying to ``server``, until the block ends."""
     binary = nginx_binary()
     port, http_port = free_port(), free_port()
     conf = config_for_test(
-        DEPLOY_CONF.read_text(), root, port=port, http_port=http_port, upstream=server.port
+        DEPLOY_CONF.read_text(),
+        root,
+        port=port,
+        http_port=http_port,
+        upstream=server.port,
+        tls=tls,
     )
     (root / "nginx.conf").write_text(conf)
     base = [binary, "-p", str(root), "-e", str(root / "error.log"), "-c", str(root / "nginx.conf")]
     check = subprocess.run([*base, "-t"], capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stderr
     process = subprocess.Popen([*base, "-g", "daemon off;"], stderr=subprocess.DEVNULL)
-    nginx = Nginx(port, http_port, root, process)
+    nginx = Nginx(port, http_port, root, process, tls=tls is not None)
     try:
         await wait_until_serving(nginx)
         yield nginx
@@ -147,7 +181,8 @@ async def wait_until_serving(nginx: Nginx) -> None:
             if nginx.process.poll() is not None:
                 raise AssertionError(f"nginx exited: {nginx.error_log()}")
             try:
-                async with session.get(f"{nginx.url}/healthz") as response:
+                # Readiness only: certificate checks belong to the TLS test itself.
+                async with session.get(f"{nginx.url}/healthz", ssl=False) as response:
                     if response.status == 200:
                         return
             except aiohttp.ClientError:
@@ -289,3 +324,67 @@ async def test_a_direct_peer_outside_the_trusted_networks_cannot_forge_its_addre
         forged = {"X-Forwarded-For": "203.0.113.77"}
         assert await open_ws(server.ws_url, "127.0.0.5", forged) == 429
         assert await open_ws(server.ws_url, "127.0.0.6") == 101
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made with the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        if in_ci():
+            pytest.fail("openssl is required in CI to make a test certificate")
+        pytest.skip("openssl is not installed")
+    cert, key = directory / "fullchain.pem", directory / "privkey.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+async def test_nginx_terminates_tls_for_http_and_for_the_websocket(
+    nginx_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = self_signed_certificate(nginx_root)
+    # The bots build their TLS context from the defaults, which read this variable.
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    trusting = ssl.create_default_context(cafile=str(cert))
+    async with (
+        running_server(tmp_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED) as server,
+        nginx_in_front_of(server, nginx_root, tls=(cert, key)) as nginx,
+    ):
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{nginx.url}/healthz", ssl=trusting) as response:
+                assert response.status == 200
+                assert response.headers["Strict-Transport-Security"] == "max-age=63072000"
+            # A client that trusts another certificate is refused: TLS is real.
+            (nginx_root / "other").mkdir()
+            other, _ = self_signed_certificate(nginx_root / "other")
+            stranger = ssl.create_default_context(cafile=str(other))
+            with pytest.raises(aiohttp.ClientConnectorCertificateError):
+                await http.get(f"{nginx.url}/healthz", ssl=stranger)
+        results = await run_bots(
+            nginx.ws_url,
+            2,
+            host=True,
+            options=m.RoomOptions(countdown_s=0, name="over tls"),
+            settings=BotSettings(step_timeout_s=30),
+        )
+        assert results.ok, results.errors
