@@ -205,6 +205,7 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
             return
         if msg.type in (WSMsgType.BINARY, WSMsgType.TEXT):
             await _on_frame(hub, conn, msg.data, settings)
+            await conn.write_pending()
         elif msg.type == WSMsgType.ERROR:
             logs.event("socket_error", conn=conn.conn_id, error=str(ws.exception()))
             return

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
@@ -43,7 +43,8 @@ class Connection:
     rooms_created: int = 0
     closed: bool = False
     outbox: deque[Frame] = field(default_factory=deque)
-    writer: asyncio.Task[None] | None = None
+    writer: asyncio.Task[Any] | None = None
+    kick_pending: bool = False
 
     def send(self, frame: Frame) -> None:
         """Queue ``frame`` (encoded for this connection's encoding)."""
@@ -57,10 +58,37 @@ class Connection:
             )
             return
         self.outbox.append(frame)
-        if self.writer is None:
+        if self.writer is None and not self.kick_pending:
+            # Deferred: the reader usually writes its own replies inline (write_pending),
+            # so most frames never need a task of their own.
+            self.kick_pending = True
+            asyncio.get_running_loop().call_soon(self._kick)
+
+    def _kick(self) -> None:
+        self.kick_pending = False
+        if self.outbox and self.writer is None and not self.closed:
             self.writer = asyncio.get_running_loop().create_task(self._drain())
 
+    async def write_pending(self) -> None:
+        """Write queued frames from the calling task (the connection's reader)."""
+        if self.writer is not None or not self.outbox or self.closed:
+            return
+        self.writer = asyncio.current_task()
+        try:
+            await self._write_all()
+        finally:
+            self.writer = None
+
     async def _drain(self) -> None:
+        try:
+            await self._write_all()
+        except asyncio.CancelledError:
+            self.closed = True
+            self.outbox.clear()
+        finally:
+            self.writer = None
+
+    async def _write_all(self) -> None:
         try:
             while self.outbox and not self.closed:
                 frame = self.outbox.popleft()
@@ -68,17 +96,17 @@ class Connection:
                     await self.ws.send_bytes(frame)
                 else:
                     await self.ws.send_str(frame)
-        except (ConnectionError, RuntimeError, asyncio.CancelledError):
+        except (ConnectionError, RuntimeError):
             # The peer went away mid-write; the read loop notices and cleans up.
             self.closed = True
             self.outbox.clear()
-        finally:
-            self.writer = None
 
     async def flush(self) -> None:
         """Wait until every queued frame has been handed to the socket."""
-        while self.writer is not None:
-            await asyncio.shield(self.writer)
+        while (self.outbox or self.writer is not None) and not self.closed:
+            if self.writer is None:
+                self._kick()
+            await asyncio.sleep(0.005)
 
     async def close(self, code: CloseCode, reason: str = "") -> None:
         """Send a ``closing`` message, flush, and close with ``code``."""
