@@ -102,7 +102,7 @@ class Bench:
     def __init__(self, scale: Scale, workdir: Path) -> None:
         self.scale = scale
         self.workdir = workdir
-        self.log = Path(tempfile.gettempdir()) / "tripeaks-bench-load.log"
+        self.log = workdir / "bench-load.log"
         self.log.write_text("")
         self.figures: dict[str, Any] = {}
 
@@ -411,11 +411,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 getattr(bench, f"run_{name}")()
             bench.figures.setdefault(name, {})["run_s"] = round(time.monotonic() - run_started, 1)
-    except Exception:
-        print(f"[bench-load] failed; server and generator logs: {bench.log}", file=sys.stderr)
+    except BaseException:
+        print(f"[bench-load] stopped; server and generator logs: {bench.log}", file=sys.stderr)
         raise
-    finally:
+    if not os.environ.get("BENCH_LOAD_KEEP_LOG"):
         shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"[bench-load] logs: {bench.log}", file=sys.stderr)
     figures = bench.figures
     echo_rate = figures.get("echo", {}).get("round_trips_per_s")
     game_rate = figures.get("saturation", {}).get("accepted_moves_per_s")
