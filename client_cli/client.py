@@ -75,6 +75,8 @@ class ClientState:
     players: dict[str, Opponent] = field(default_factory=dict)
     race_over: m.RaceOver | None = None
     my_finish_ms: int | None = None
+    #: Undo penalties so far: they are added to this player's finish time.
+    penalty_ms: int = 0
     rooms: tuple[m.RoomSummary, ...] = ()
     connection: str = "offline"  # offline, connecting, online, reconnecting, closed
     last_error: str = ""
@@ -288,6 +290,7 @@ class GameClient:
         state.race = None
         state.race_over = None
         state.my_finish_ms = None
+        state.penalty_ms = 0
         state.race_clock_zero = None
         state.countdown_until = None
         for player in state.players.values():
@@ -325,6 +328,7 @@ class GameClient:
         if board is None:
             return
         if result.accepted:
+            self.state.penalty_ms = result.penalty_ms
             board.accept(
                 result.seq,
                 uncovered={u.position: u.card for u in result.uncovered},
@@ -382,6 +386,7 @@ class GameClient:
     def _on_resync(self, resync: m.Resync) -> None:
         self._syncing = False
         state = self.state
+        state.penalty_ms = resync.penalty_ms
         if resync.started_at_ms is not None and resync.phase is m.Phase.RACING:
             state.race_clock_zero = time.monotonic() - resync.elapsed_ms / 1000
         if resync.view is None or state.role is not m.Role.PLAYER:

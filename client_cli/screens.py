@@ -92,6 +92,13 @@ def opponent_lines(players: list[Opponent], me: str | None) -> Text:
     return out
 
 
+def penalty_text(state: ClientState) -> str:
+    """`` (+10 s undo penalty)`` while penalties count, else nothing."""
+    if not state.penalty_ms or state.my_finish_ms is not None:
+        return ""
+    return f" (+{state.penalty_ms / 1000:g} s undo penalty)"
+
+
 def own_counts(state: ClientState) -> str:
     """Cleared, moves and undos as the screen shows them."""
     board = state.board
@@ -154,8 +161,8 @@ class RaceScreen(ClientScreen):
             countdown.update(str(math.ceil(left)))
         if state.race is not None:
             self.query_one("#clock", Static).update(
-                f"race clock {clock(state.race_elapsed() * 1000)}   {own_status(state)}"
-                f"   {own_counts(state)}"
+                f"race clock {clock(state.race_elapsed() * 1000)}{penalty_text(state)}"
+                f"   {own_status(state)}   {own_counts(state)}"
             )
         if self.flash_position is not None and time.monotonic() > self.flash_until:
             self.flash_position = None

@@ -157,6 +157,13 @@ async def test_an_illegal_key_flashes_the_card_and_says_why(tmp_path: Path) -> N
             assert screen.flash_position == misfit
             assert "not one rank above or below" in text_of(app, "#message")
             assert board.confirmed.moves == 0  # nothing was sent, nothing was counted
+            stock = board.confirmed.stock_left
+            await pilot.press("space")
+            await until(pilot, lambda: board.confirmed.stock_left == stock - 1)
+            await pilot.press("u")  # the room's default undo costs a time penalty
+            await until(pilot, lambda: board.confirmed.stock_left == stock)
+            assert board.confirmed.undos == 1
+            await until(pilot, lambda: "undo penalty" in text_of(app, "#clock"))
             await rival.close()
 
 
