@@ -106,3 +106,31 @@ async def test_a_web_server_that_is_not_tripeaks_is_reported(tmp_path: Path) -> 
         session = Session(server.url + "/api/rooms", "x")
         with pytest.raises(ClientError, match="not a TriPeaks server"):
             await session.open()
+
+
+async def test_a_socket_the_server_drops_is_reconnected_with_the_token(tmp_path: Path) -> None:
+    line = deal_for_seed(SEED, Rules()).solution
+    events: list[str] = []
+    async with running_server(tmp_path) as server:
+        client, loop, rival = await racing_pair(server.ws_url)
+        client.listener = lambda event, _: events.append(event)
+        for step in line[:4]:
+            await client.move(step)
+        board = client.state.board
+        assert board is not None
+        await until(lambda: not board.pending)
+        token = client.session.token
+        assert token is not None
+        conn = server.hub.sessions[token].conn
+        assert conn is not None
+        conn.ws._req.transport.abort()  # type: ignore[union-attr]  # the network fails
+        await until(lambda: "reconnecting" in events)
+        await until(lambda: "resync" in events and client.state.connection == "online")
+        for step in line[4:8]:
+            await client.move(step)
+        await until(lambda: not board.pending and client.state.board is not None)
+        assert client.state.board is not None
+        assert client.state.board.confirmed.moves == 8
+        await client.close()
+        loop.cancel()
+        await rival.close()
