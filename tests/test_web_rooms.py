@@ -74,12 +74,15 @@ async def test_a_room_without_spectators_says_so(site: Site) -> None:
 
 
 async def test_a_spectator_delay_is_shown_on_the_page(site: Site) -> None:
-    host, code = await _host_room(site.server, name="Delayed", spectator_delay_s=2)
+    host, code = await _host_room(
+        site.server, name="Delayed", spectator_delay_s=2, time_limit_s=300
+    )
     try:
         page = await webutil.new_page(site.browser, webutil.DESKTOP)
         await page.goto(f"{site.server.url}/watch/{code}")
         await page.locator("#delay-note").wait_for(state="visible")
         assert await page.inner_text("#delay") == "2 s"
+        assert await page.inner_text("#limit") == "5:00"
         assert await page.inner_text("#room-phase") == "lobby"
     finally:
         await host.close()
@@ -153,3 +156,21 @@ async def test_a_rematch_clears_the_last_results_and_follows_the_new_race(
     finally:
         for client in clients:
             await client.close()
+
+
+async def test_a_racer_whose_connection_drops_is_marked_offline(site: Site) -> None:
+    clients, state = await open_room(site.server.ws_url, ["Cy", "Di"], encoding="json")
+    try:
+        page = await webutil.new_page(site.browser, webutil.DESKTOP)
+        await page.goto(f"{site.server.url}/watch/{state.code}")
+        await page.locator(".player-panel").nth(1).wait_for(state="visible")
+        await clients[0].send(m.Start())
+        await clients[0].expect(m.RaceStart, timeout=30)
+        dropped = clients[1].player_id
+        await clients[1].close()
+        offline = page.locator(f".player-panel[data-player='{dropped}'] .player-offline")
+        await offline.wait_for(state="visible", timeout=10_000)
+        stayed = clients[0].player_id
+        assert await page.locator(f"[data-player='{stayed}'] .player-offline").is_hidden()
+    finally:
+        await clients[0].close()

@@ -22,6 +22,7 @@ export class PlayerPanel {
     this.nameNode = el("span", { class: "player-name" }, name);
     this.rankNode = el("span", { class: "player-rank" });
     this.statusNode = el("span", { class: "player-status", "data-status": "waiting" }, "waiting");
+    this.offlineNode = el("span", { class: "player-offline", hidden: true }, "offline");
     this.progress = el("progress", {
       class: "progress", max: PEAK_CARDS, value: 0, "aria-label": `${name}: cards cleared`,
     });
@@ -38,7 +39,8 @@ export class PlayerPanel {
       "data-player": playerId,
       "aria-label": `${name}'s board`,
     }, [
-      el("div", { class: "player-head" }, [this.rankNode, this.nameNode, this.statusNode]),
+      el("div", { class: "player-head" },
+        [this.rankNode, this.nameNode, this.offlineNode, this.statusNode]),
       this.progress,
       el("div", { class: "player-stats" }, [
         el("span", {}, [this.clearedNode, " / 28 cleared"]),
@@ -69,6 +71,11 @@ export class PlayerPanel {
     }
     this.summary.textContent = `${this.name}: ${this.clearedNode.textContent} of 28 cleared, ` +
       `${this.statusNode.textContent}`;
+  }
+
+  /** A racer whose connection dropped keeps their seat for a while: say so. */
+  setConnected(connected) {
+    this.offlineNode.hidden = connected !== false;
   }
 
   setStatus(status) {

@@ -106,6 +106,9 @@ class Watcher {
     this.delayS = state.options?.spectator_delay_s ?? 0;
     $("delay-note").hidden = !this.delayS;
     $("delay").textContent = `${this.delayS} s`;
+    const limit = state.options?.time_limit_s ?? 0;
+    $("limit-note").hidden = !limit;
+    $("limit").textContent = formatMs(limit * 1000).replace(/\.0$/, "");
     // Room states come at once, the race frames after the spectator delay: with
     // a delay, the race frames alone move the page into the next race.
     if (!this.delayS || state.phase === "lobby") {
@@ -220,6 +223,7 @@ class Watcher {
     for (const line of message.players) {
       const panel = this.panelFor(line.player_id);
       panel.setProgress({ ...line, elapsed_ms: line.status === "racing" ? line.elapsed_ms : undefined });
+      panel.setConnected(line.connected);
     }
     if (message.players.some((line) => !this.panelsShown(line.player_id))) this.layoutPanels();
   }
