@@ -296,11 +296,12 @@ class Watcher {
     if (FATAL_JOIN_ERRORS.has(message.code)) {
       this.connection.stop();
       const text = {
-        [ROOM_NOT_FOUND]: `There is no room with code ${this.code}. Check the code, or pick a room from the list.`,
+        [ROOM_NOT_FOUND]: `There is no room with code ${this.code}. Check the code.`,
         [SPECTATORS_NOT_ALLOWED]: `Room ${this.code} does not allow spectators.`,
         [ALREADY_RACING]: `You are racing in room ${this.code}, so you cannot watch it.`,
       }[message.code];
       showMessage($("message"), text, "error");
+      $("message").append(" ", el("a", { href: "/" }, "See the public rooms."));
       $("room-title").textContent = message.code === ROOM_NOT_FOUND ? "No such room" : "Cannot watch";
       document.body.classList.add("unavailable");
       $("watch").hidden = true;
