@@ -100,6 +100,11 @@ def bench_rule_set(
         "reference_pct": [ref_share - ref_half, ref_share + ref_half],
         "reference_inside_our_interval": 100 * low <= ref_share <= 100 * high,
         "deals_per_s_wall": len(deals) / sum(walls),
+        "deals_per_s_cpu": len(deals) / sum(cpus),
+        # deal index i is candidate 0 of seed PREFIX-i: re-time these to check outliers
+        "slowest_cpu_ms": sorted(
+            ([i, round(1000 * t, 1)] for i, t in enumerate(cpus)), key=lambda it: -it[1]
+        )[:5],
         "wall": summary_ms(walls),
         "cpu": summary_ms(cpus),
         "baseline": {
@@ -167,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         sys.exit(f"unknown rule sets: {', '.join(unknown)}")
     started = time.time()
-    report: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv), "rules": {}}
+    shown = sys.argv[1:] if argv is None else argv
+    command = " ".join(["python -m bench.solver", *shown])
+    report: dict[str, Any] = {"machine": machine(), "command": command, "rules": {}}
     wrap_deals: list[Deal] = []
     wrap_verdicts: list[bool] = []
     for name in names:
@@ -200,7 +207,10 @@ def _print_rule_set(name: str, figures: dict[str, Any]) -> None:
     low, high = figures["winnable_interval95_pct"]
     ref_low, ref_high = figures["reference_pct"]
     base = figures["baseline"]
-    print(f"{name}: {figures['deals']} deals, {figures['deals_per_s_wall']:.1f} deals/s (wall)")
+    print(
+        f"{name}: {figures['deals']} deals, {figures['deals_per_s_wall']:.1f} deals/s (wall),"
+        f" {figures['deals_per_s_cpu']:.1f} deals/s (cpu)"
+    )
     print(
         f"  winnable {figures['winnable_pct']:.1f}% (95% interval {low:.1f}% to {high:.1f}%);"
         f" reference {ref_low:.2f}% to {ref_high:.2f}%"
