@@ -19,6 +19,7 @@ from typing import Final
 
 from protocol.cards import card_code
 from protocol.game import (
+    DRAW,
     Deal,
     Game,
     IllegalMoveError,
@@ -27,12 +28,12 @@ from protocol.game import (
     Status,
     standing_key,
 )
-from protocol.layout import PEAK_CARDS
+from protocol.layout import COVERED_BY, COVERS
 from protocol.messages import MoveAction, MoveResult, PlayerStatus, Uncovered
 from server.records import MoveLogEntry, PlayerResult
 
 #: How many answered moves each player can have resent after a reconnect.
-RESULT_MEMORY: Final = 512
+RESULT_MEMORY: Final = 64
 #: Refused moves logged per player; accepted moves are always logged.
 MAX_REFUSALS_LOGGED: Final = 1000
 
@@ -227,20 +228,24 @@ class Race:
 
     def _undo(self, racer: Racer) -> _Change:
         game = racer.game
-        history = game.history
-        last = history[-1] if history else None
-        # Positions the undone play had turned face up go face down again.
-        before = [p for p in range(PEAK_CARDS) if game.is_free(p)]
         undone = game.undo()
         racer.penalty_ms += self.undo_penalty_ms
         change = _Change()
-        if isinstance(undone, int) and last == undone:
-            change.undone = MoveAction.PLAY
-            change.position = undone
-            change.card = card_code(game.deal.peaks[undone])
-            change.hidden = tuple(p for p in before if not game.is_face_up(p))
-        else:
+        if undone == DRAW:
             change.undone = MoveAction.DRAW
+            return change
+        assert isinstance(undone, int)
+        change.undone = MoveAction.PLAY
+        change.position = undone
+        change.card = card_code(game.deal.peaks[undone])
+        # Only positions the put-back card lies on can go face down again: those it
+        # had uncovered, i.e. whose other covering card is gone.  (None of them can
+        # have been played since: the undone play was the last move.)
+        change.hidden = tuple(
+            q
+            for q in COVERS[undone]
+            if all(game.is_removed(c) for c in COVERED_BY[q] if c != undone)
+        )
         return change
 
     def _update_status(self, racer: Racer, at: int) -> None:

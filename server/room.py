@@ -310,8 +310,12 @@ class Room:
         racer = self.race.racers.get(who.player_id) if self.race is not None else None
         if racer is not None and not self.race_over and not racer.is_done:
             raise ProtocolError(ErrorCode.ALREADY_RACING)
+        first = not self.spectators
         self.spectators.add(who.player_id)
-        return self._state_changed()  # the live room_state reaches the new spectator too
+        outputs = self._state_changed()  # the live room_state reaches the new spectator too
+        if first and self.options.spectator_delay_s == 0:
+            outputs += self._current_boards(now_ms)  # none were built while nobody watched
+        return outputs
 
     @property
     def race_over(self) -> bool:
@@ -601,13 +605,35 @@ class Room:
             elapsed, tuple(self._progress_line(r, now_ms) for r in race.racers.values())
         )
         outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
-        for pid in sorted(self._dirty):
+        for pid in sorted(self._dirty) if self._boards_wanted() else ():
             racer = race.racers.get(pid)
             if racer is not None:
                 board = SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed)
                 outputs.append(ToSpectators(board, key="board:" + pid))
         self._dirty.clear()
         return outputs
+
+    def _boards_wanted(self) -> bool:
+        """Boards cost time to build: skip them when no spectator can ever read them.
+
+        With a spectator delay the feed must hold every board for late joiners;
+        without one, a late joiner gets the current boards when joining.
+        """
+        if self.spectators:
+            return True
+        return self.options.allow_spectators and self.options.spectator_delay_s > 0
+
+    def _current_boards(self, now_ms: int) -> list[Output]:
+        race = self.race
+        if race is None or race.over:
+            return []
+        elapsed = race.elapsed(now_ms)
+        return [
+            ToSpectators(
+                SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed), key="board:" + pid
+            )
+            for pid, racer in race.racers.items()
+        ]
 
     def _progress_line(self, racer: Racer, now_ms: int) -> PlayerProgress:
         race = self.race

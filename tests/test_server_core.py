@@ -101,6 +101,8 @@ def test_progress_is_coalesced_to_at_most_progress_hz_frames_per_second_per_room
 
 def test_spectators_get_one_board_per_changed_player_per_progress_tick() -> None:
     clock = racing_room(players=2)
+    clock.feed(clock.room.join(Identity("s0", "eve"), m.Role.SPECTATOR, 0))
+    clock.frames.clear()
     clock.feed(clock.room.move("p0", m.MoveRequest(1, m.MoveAction.DRAW), 0))
     clock.feed(clock.room.move("p0", m.MoveRequest(2, m.MoveAction.DRAW), 0))
     clock.advance(200)
@@ -110,6 +112,24 @@ def test_spectators_get_one_board_per_changed_player_per_progress_tick() -> None
         if isinstance(out, ToSpectators) and isinstance(out.message, m.SpectatorBoard)
     ]
     assert [(b.player_id, b.view.draws) for b in boards] == [("p0", 2)]
+
+
+def test_without_spectators_no_boards_are_built_and_a_first_spectator_gets_them_all() -> None:
+    clock = racing_room(players=2)
+    clock.feed(clock.room.move("p0", m.MoveRequest(1, m.MoveAction.DRAW), 0))
+    clock.advance(200)
+    assert not [
+        o
+        for _, o in clock.frames
+        if isinstance(o, ToSpectators) and isinstance(o.message, m.SpectatorBoard)
+    ]
+    clock.feed(clock.room.join(Identity("s0", "eve"), m.Role.SPECTATOR, 300))
+    boards = [
+        o.message
+        for _, o in clock.frames
+        if isinstance(o, ToSpectators) and isinstance(o.message, m.SpectatorBoard)
+    ]
+    assert sorted((b.player_id, b.view.draws) for b in boards) == [("p0", 1), ("p1", 0)]
 
 
 def test_a_lobby_refuses_a_start_while_a_member_is_not_ready() -> None:
@@ -231,3 +251,37 @@ def test_the_room_and_race_core_imports_no_io_clock_or_randomness(name: str) -> 
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.partition(".")[0])
     assert not imported & FORBIDDEN
+
+
+def test_an_undone_play_hides_exactly_the_positions_that_go_face_down_again() -> None:
+    import random
+
+    from protocol.game import Game
+
+    for n in range(20):
+        deal = deal_for_seed(f"undo-{n}", Rules(), with_par=False).deal
+        race = Race(
+            deal,
+            [("a", "ann", False)],
+            start_ms=0,
+            allow_undo=True,
+            undo_penalty_ms=0,
+            time_limit_ms=10**9,
+        )
+        game = Game(deal)
+        rng = random.Random(n)
+        for seq in range(1, 150):
+            if game.history and rng.random() < 0.3:
+                free_before = {p for p in range(28) if game.is_free(p)}
+                game.undo()
+                expected = {p for p in free_before if not game.is_face_up(p)}
+                result, _ = race.move("a", seq, m.MoveAction.UNDO, None, seq)
+                assert set(result.hidden) == expected
+                continue
+            legal = game.legal_moves()
+            if not legal:
+                break
+            step = rng.choice(legal)
+            game.push(step)
+            action = m.MoveAction.DRAW if step == DRAW else m.MoveAction.PLAY
+            race.move("a", seq, action, None if step == DRAW else step, seq)

@@ -85,7 +85,8 @@ async def test_metrics_count_races_moves_refusals_errors_and_time_deals(tmp_path
         assert float(lines["tripeaks_connections"]) == 2
         assert float(lines['tripeaks_rooms{state="finished"}']) == 1
         assert float(lines["tripeaks_deal_seconds_count"]) == 1
-        assert float(lines["tripeaks_move_seconds_count"]) == len(LINE) + 1
+        # Move handling is timed on a sample: one move in 16.
+        assert float(lines["tripeaks_move_seconds_count"]) == (len(LINE) + 1) // 16
 
 
 async def test_the_race_api_serves_stored_races_with_logs_and_lists_by_player(
