@@ -59,6 +59,7 @@ class MoveVerdict:
 
     @property
     def text(self) -> str:
+        """The reason in words, or nothing."""
         return "" if self.reason is None else REASON_TEXT[self.reason]
 
 
@@ -83,14 +84,17 @@ class ClientState:
 
     @property
     def phase(self) -> m.Phase | None:
+        """The room's phase, ``None`` outside a room."""
         return None if self.room is None else self.room.phase
 
     @property
     def role(self) -> m.Role | None:
+        """Player or spectator, ``None`` outside a room."""
         return None if self.room is None else self.room.your_role
 
     @property
     def is_host(self) -> bool:
+        """True when this client hosts its room."""
         return self.room is not None and self.room.host_id == self.player_id
 
     def race_elapsed(self, now: float | None = None) -> float:
@@ -216,28 +220,36 @@ class GameClient:
         return True
 
     async def create_room(self, options: m.RoomOptions) -> None:
+        """Create a room with ``options`` (the answer is a ``room`` event)."""
         await self.send(m.CreateRoom(options))
 
     async def join(self, code: str, spectate: bool = False) -> None:
+        """Join room ``code`` as a player, or as a spectator."""
         role = m.Role.SPECTATOR if spectate else m.Role.PLAYER
         await self.send(m.Join(code.strip().upper(), role))
 
     async def ready(self, ready: bool = True) -> None:
+        """Say ready (or not) in the lobby."""
         await self.send(m.Ready(ready))
 
     async def start(self) -> None:
+        """Start the race (host only)."""
         await self.send(m.Start())
 
     async def leave(self) -> None:
+        """Leave the room."""
         await self.send(m.Leave())
 
     async def resign(self) -> None:
+        """Give up this race."""
         await self.send(m.Resign())
 
     async def rematch(self) -> None:
+        """Ask for another race in the same room."""
         await self.send(m.Rematch())
 
     async def list_rooms(self) -> None:
+        """Ask for the public rooms (a ``rooms`` event)."""
         await self.send(m.ListRooms())
 
     async def move(self, action: Action) -> MoveVerdict:

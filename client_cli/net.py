@@ -59,6 +59,7 @@ class ServerRefused(ClientError):
 
     @property
     def code(self) -> int:
+        """The :class:`~protocol.errors.ErrorCode` value."""
         return self.error.code
 
 

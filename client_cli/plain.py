@@ -89,11 +89,13 @@ class PlainUI:
         self._last_progress: dict[str, tuple[int, str]] = {}
 
     def say(self, text: str) -> None:
+        """Print one line at once (a pipe reader waits for it)."""
         self.out.write(text + "\n")
         self.out.flush()
 
     # ---- events ---------------------------------------------------------
     def on_event(self, event: str, detail: object) -> None:
+        """The client's listener: print what happened."""
         handler: Callable[[object], None] | None = getattr(self, f"_on_{event}", None)
         if handler is not None:
             handler(detail)

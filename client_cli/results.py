@@ -56,10 +56,12 @@ class Verification:
 
     @property
     def ok(self) -> bool:
+        """Every check passed."""
         return self.commitment_ok and self.deal_ok and self.line_ok
 
     @property
     def mark(self) -> str:
+        """✔ or ✗."""
         return "✔" if self.ok else "✗"
 
 

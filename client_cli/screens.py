@@ -19,7 +19,7 @@ from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
 from client_cli.render import HOTKEYS, POSITION_OF_KEY, describe, draw_board
 from client_cli.results import clock, replay_steps, revealed_deal, verify
 from protocol import messages as m
-from protocol.game import DRAW, Game
+from protocol.game import DRAW, Game, Rules
 from protocol.layout import PEAK_CARDS
 
 if TYPE_CHECKING:
@@ -42,12 +42,14 @@ class ClientScreen(Screen[Any]):
 
     @property
     def tripeaks(self) -> TriPeaksApp:
+        """The app, typed."""
         return self.app  # type: ignore[return-value]
 
     def compose_status(self) -> ComposeResult:
         yield Static("", id="connection")
 
     def set_status(self, text: str) -> None:
+        """Write the bottom status line."""
         for widget in self.query("#connection").results(Static):
             widget.update(text)
 
@@ -405,10 +407,10 @@ class WatchScreen(ClientScreen):
                 grid.mount(Static("", id=f"w-{player_id}", classes="player"))
         for player in state.players.values():
             for widget in grid.query(f"#w-{player.player_id}").results(Static):
-                widget.update(watch_panel(player))
+                widget.update(watch_panel(player, _rules(state.room)))
 
 
-def watch_panel(player: Opponent) -> Text:
+def watch_panel(player: Opponent, rules: Rules) -> Text:
     """One watched player: name, bar, status and their board as they see it."""
     out = Text(f"{player.name}{' 🤖' if player.bot else ''}  ", "bold")
     out.append_text(progress_bar(player.cleared))
@@ -418,9 +420,13 @@ def watch_panel(player: Opponent) -> Text:
     if view is None:
         out.append("(no board yet)")
         return out
-    known = Knowledge.from_view(m.RoomOptions().rules, view.board, view.waste_top, view.stock_left)
+    known = Knowledge.from_view(rules, view.board, view.waste_top, view.stock_left)
     out.append_text(draw_board(known, keys=False))
     return out
+
+
+def _rules(room: m.RoomState | None) -> Rules:
+    return Rules() if room is None else room.options.rules
 
 
 __all__ = ["HOTKEYS", "ClientScreen", "RaceScreen", "ResultsScreen", "WatchScreen"]
