@@ -159,7 +159,7 @@ def _bot(args: argparse.Namespace) -> int:
         return 2
 
     def report(name: str, event: str, detail: str) -> None:
-        if event == "joined" and args.host and name.endswith("1"):
+        if event == "joined" and args.host and name == f"{args.name}1":
             print(f"room code: {detail}", flush=True)
         elif event in ("start", "error"):
             print(f"{name}: {event} {detail}", flush=True)
