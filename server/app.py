@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import multiprocessing
+import os
 import re
 from collections.abc import AsyncIterator
 from typing import Final
@@ -41,11 +43,29 @@ _RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 MAX_LIST_LIMIT: Final = 100
 
 
-def make_executor(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+def make_executor(workers: int, *, idle: bool = True) -> concurrent.futures.ProcessPoolExecutor:
     """The deal pool.  Spawned workers inherit no event loop, socket or database handle,
-    and (unlike a fork server) none of them outlives the server."""
+    and (unlike a fork server) none of them outlives the server.  ``idle`` runs them
+    at idle priority (see :func:`_idle_priority`)."""
     context = multiprocessing.get_context("spawn")
-    return concurrent.futures.ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context)
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=max(1, workers),
+        mp_context=context,
+        initializer=_idle_priority if idle else None,
+    )
+
+
+def _idle_priority() -> None:
+    """Run a deal worker only on CPU time the event loop does not want.
+
+    On a shared core a solving worker would otherwise steal time from moves in
+    every room; prepared deals (``deals_ahead``) keep starts quick anyway.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(19)
 
 
 def create_app(

@@ -63,7 +63,7 @@ class Settings:
     rooms_per_connection: int = field(default=5, metadata=_doc("rooms one connection may open"))
     max_rooms: int = field(default=10000, metadata=_doc("rooms open at once"))
     deal_workers: int = field(default=2, metadata=_doc("processes that deal (solve) races"))
-    deals_ahead: int = field(default=2, metadata=_doc("deals prepared ahead per rule set"))
+    deals_ahead: int = field(default=16, metadata=_doc("deals prepared ahead per rule set"))
     max_race_s: float = field(default=3600.0, metadata=_doc("cap on a race without a limit"))
     shutdown_timeout_s: float = field(default=10.0, metadata=_doc("time to flush on SIGTERM"))
 

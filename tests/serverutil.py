@@ -59,7 +59,8 @@ def shared_deal_pool() -> concurrent.futures.ProcessPoolExecutor:
     """One deal pool for every server this process starts (worker start-up is slow)."""
     global _POOL
     if _POOL is None:
-        _POOL = make_executor(2)
+        # Normal priority: tests must not wait on whatever else this machine is running.
+        _POOL = make_executor(2, idle=False)
         atexit.register(_POOL.shutdown, wait=False, cancel_futures=True)
     return _POOL
 
