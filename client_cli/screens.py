@@ -161,6 +161,10 @@ class RaceScreen(ClientScreen):
         countdown.display = left is not None
         if left is not None:
             countdown.update(str(math.ceil(left)))
+            if state.board is None:
+                self.query_one("#board", Static).update(
+                    f"the race starts in {math.ceil(left)} s — the cards show their keys"
+                )
         if state.race is not None:
             self.query_one("#clock", Static).update(
                 f"race clock {clock(state.race_elapsed() * 1000)}{penalty_text(state)}"
