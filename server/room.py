@@ -16,18 +16,15 @@ Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final
 
 from protocol.commitment import commitment
 from protocol.dealer import DealtGame, Difficulty
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.game import Rules
 from protocol.messages import (
     BoardView,
     Countdown,
-    DealCodes,
     Error,
     Finish,
     LeftReason,
@@ -38,128 +35,38 @@ from protocol.messages import (
     PlayerStatus,
     Progress,
     RaceEnd,
-    RaceOver,
     RaceStart,
     Resync,
     Role,
     RoomOptions,
     RoomState,
     RoomSummary,
-    ServerMessage,
     SpectatorBoard,
-    Standing,
     UndoPolicy,
 )
 from protocol.messages import Left as LeftMessage
+from server.outputs import (
+    CancelTimer,
+    CloseRoom,
+    DealRequest,
+    Detach,
+    Output,
+    RaceBegan,
+    RaceEnded,
+    SaveRace,
+    Send,
+    SetTimer,
+    ToPlayers,
+    ToSpectators,
+)
 from server.race import Race, Racer, SeqOutOfOrder
-from server.records import RaceRecord
+from server.results import race_outcome
 
 PROGRESS_TIMER: Final = "progress"
 COUNTDOWN_TIMER: Final = "countdown"
 TIME_LIMIT_TIMER: Final = "time_limit"
 EMPTY_TIMER: Final = "empty"
 GRACE_PREFIX: Final = "grace:"
-
-
-# ---- outputs ---------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Send:
-    """Send ``message`` to one connected player or spectator."""
-
-    player_id: str
-    message: ServerMessage
-
-
-@dataclass(frozen=True, slots=True)
-class ToPlayers:
-    """Send ``message`` to every connected member (encoded once)."""
-
-    message: ServerMessage
-
-
-@dataclass(frozen=True, slots=True)
-class ToSpectators:
-    """Send ``message`` to every spectator: after the delay unless ``live``.
-
-    ``key`` names what the frame describes, for late joiners' snapshot.
-    """
-
-    message: ServerMessage
-    key: str | None = None
-    new_race: bool = False
-    live: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SetTimer:
-    """Call :meth:`Room.on_timer` with ``name`` at ``at_ms`` (replacing any earlier one)."""
-
-    name: str
-    at_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class CancelTimer:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class DealRequest:
-    """Deal ``seed`` off the event loop, then call :meth:`Room.deal_ready` with ``ticket``."""
-
-    ticket: int
-    seed: str
-    rules: Rules
-    difficulty: Difficulty
-
-
-@dataclass(frozen=True, slots=True)
-class SaveRace:
-    record: RaceRecord
-
-
-@dataclass(frozen=True, slots=True)
-class Detach:
-    """This player or spectator is no longer in the room."""
-
-    player_id: str
-    reason: LeftReason
-
-
-@dataclass(frozen=True, slots=True)
-class RaceBegan:
-    """A race started (for metrics and logs)."""
-
-    race_id: str
-    players: int
-
-
-@dataclass(frozen=True, slots=True)
-class RaceEnded:
-    """A race ended (for metrics and logs)."""
-
-    race_id: str
-    ended_by: RaceEnd
-
-
-@dataclass(frozen=True, slots=True)
-class CloseRoom:
-    """The room is gone: forget it."""
-
-
-Output = (
-    Send
-    | ToPlayers
-    | ToSpectators
-    | SetTimer
-    | CancelTimer
-    | DealRequest
-    | SaveRace
-    | Detach
-    | RaceBegan
-    | RaceEnded
-    | CloseRoom
-)
 
 
 # ---- state -----------------------------------------------------------------
@@ -687,57 +594,7 @@ class Room:
         self._dirty.update(race.racers)
         outputs = self._flush_progress(now_ms)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
-        results = race.results()
-        standings = tuple(
-            Standing(
-                player_id=r.player_id,
-                name=r.name,
-                bot=r.is_bot,
-                rank=r.rank,
-                status=race.racers[r.player_id].status,
-                time_ms=_standing_time(race.racers[r.player_id]),
-                cleared=r.cleared,
-                moves=r.moves,
-                undos=r.undos,
-                penalty_ms=r.penalty_ms,
-            )
-            for r in results
-        )
-        over = RaceOver(
-            race_id=race_id,
-            ended_by=ended_by,
-            standings=standings,
-            seed=dealt.seed,
-            candidate=dealt.candidate,
-            wrap=dealt.rules.wrap,
-            empty_waste=dealt.rules.empty_waste,
-            difficulty=dealt.difficulty.value,
-            practice=self.options.practice,
-            commitment=self.commitment or commitment(dealt.seed, dealt.rules),
-            deal=DealCodes.from_deal(dealt.deal),
-            solution=dealt.solution,
-            par=dealt.par,
-        )
-        record = RaceRecord(
-            race_id=race_id,
-            room_code=self.code,
-            room_name=self.options.name,
-            options=options_json(self.options),
-            practice=self.options.practice,
-            seed=dealt.seed,
-            commitment=over.commitment,
-            wrap=dealt.rules.wrap,
-            empty_waste=dealt.rules.empty_waste,
-            candidate=dealt.candidate,
-            peaks=over.deal.peaks,
-            waste=over.deal.waste,
-            stock=over.deal.stock,
-            solution=tuple(dealt.solution),
-            par=dealt.par,
-            started_at_ms=race.start_ms,
-            ended_at_ms=now_ms,
-            players=results,
-        )
+        over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
         self.phase = Phase.FINISHED
         for seat in self.seats.values():
             seat.ready = False
@@ -751,15 +608,21 @@ class Room:
         return outputs
 
 
-def _standing_time(racer: Racer) -> int:
-    """Finish time for finishers; otherwise when the final cleared count was reached."""
-    return racer.finish_ms if racer.finish_ms is not None else racer.cleared_at_ms
-
-
-def options_json(options: RoomOptions) -> dict[str, object]:
-    """The room options as a plain JSON-able dict (enums as their values)."""
-    doc: dict[str, object] = {}
-    for spec in fields(options):
-        value = getattr(options, spec.name)
-        doc[spec.name] = value.value if isinstance(value, enum.Enum) else value
-    return doc
+__all__ = [
+    "CancelTimer",
+    "CloseRoom",
+    "DealRequest",
+    "Detach",
+    "Fresh",
+    "Identity",
+    "Output",
+    "RaceBegan",
+    "RaceEnded",
+    "Room",
+    "RoomTimings",
+    "SaveRace",
+    "Send",
+    "SetTimer",
+    "ToPlayers",
+    "ToSpectators",
+]

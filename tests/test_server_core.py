@@ -237,7 +237,7 @@ def test_room_codes_use_the_unambiguous_alphabet_and_typed_codes_are_normalized(
     assert normalize_room_code(" abc-def ") == "ABCDEF"
 
 
-PURE_MODULES = ("room", "race", "spectate", "ratelimit", "clientaddr")
+PURE_MODULES = ("room", "race", "results", "outputs", "spectate", "ratelimit", "clientaddr")
 FORBIDDEN = {"asyncio", "aiohttp", "websockets", "textual", "socket", "time", "random", "secrets"}
 
 
