@@ -123,10 +123,18 @@ def _deal_command(args: argparse.Namespace) -> int:
         print(f"tripeaks deal: {error}", file=sys.stderr)
         return 2
     dealt = deal_for_seed(seed, _rules(args), Difficulty(args.difficulty))
-    if args.json:
-        print(json.dumps(dealt_to_object(dealt)))
-    else:
-        print(render_dealt(dealt))
+    text = json.dumps(dealt_to_object(dealt)) if args.json else render_dealt(dealt)
+    return _print_or_quiet(text)
+
+
+def _print_or_quiet(text: str) -> int:
+    """Print ``text``; a reader that went away early (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush is quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
 
 
@@ -198,7 +206,10 @@ def _solve_command(args: argparse.Namespace) -> int:
     Prints one line per deal; a malformed deal gets an error line (and a
     message on stderr) and the exit status is then 1.
     """
-    return solve_stream(sys.stdin, sys.stdout, sys.stderr, want_par=args.par)
+    try:
+        return solve_stream(sys.stdin, sys.stdout, sys.stderr, want_par=args.par)
+    except BrokenPipeError:
+        return _print_or_quiet("")
 
 
 def solve_stream(source: TextIO, out: TextIO, err: TextIO, *, want_par: bool) -> int:

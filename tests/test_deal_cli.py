@@ -249,3 +249,17 @@ def test_the_installed_tripeaks_script_runs_solve_end_to_end() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["winnable"] is False
+
+
+def test_a_reader_that_stops_early_is_not_an_error() -> None:
+    # like `tripeaks deal 42 | head -1`: the pipe closes before the deal is printed
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "client_cli", "deal", "42"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err
