@@ -407,7 +407,7 @@ class Room:
                 started_at_ms=now_ms,
                 server_time_ms=now_ms,
             )
-            outputs += [ToPlayers(start), ToSpectators(start, key="race")]
+            outputs += [ToPlayers(start), ToSpectators(start, key="race", new_race=True)]
         outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
         if race.all_done():
             outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)

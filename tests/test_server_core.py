@@ -285,3 +285,21 @@ def test_an_undone_play_hides_exactly_the_positions_that_go_face_down_again() ->
             game.push(step)
             action = m.MoveAction.DRAW if step == DRAW else m.MoveAction.PLAY
             race.move("a", seq, action, None if step == DRAW else step, seq)
+
+
+def test_a_late_spectator_after_a_rematch_sees_only_the_new_race() -> None:
+    clock = racing_room(players=1)
+    room = clock.room
+    clock.feed(room.join(Identity("s0", "eve"), m.Role.SPECTATOR, 0))
+    clock.feed(room.resign("p0", 10))
+    assert room.phase is m.Phase.FINISHED
+    clock.feed(room.rematch("p0", 20, Fresh("unused", "race2")))
+    assert room.phase is m.Phase.RACING
+    feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(0)
+    for at, out in clock.frames:
+        if isinstance(out, ToSpectators) and not out.live:
+            feed.push(at, out.message, out.key, new_race=out.new_race)
+    feed.due(10_000)
+    kinds = [type(frame) for frame in feed.snapshot()]
+    assert m.RaceOver not in kinds
+    assert kinds[0] is m.RaceStart
