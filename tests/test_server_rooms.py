@@ -212,3 +212,51 @@ async def test_a_member_cannot_be_in_two_rooms_at_once(tmp_path: Path) -> None:
         assert error.code == ErrorCode.ALREADY_IN_ROOM
         error = await ann.request(m.CreateRoom(), m.Error)
         assert error.code == ErrorCode.ALREADY_IN_ROOM
+
+
+async def test_when_a_room_closes_its_spectators_are_told(tmp_path: Path) -> None:
+    async with running_server(tmp_path, empty_room_grace_s=0.2) as server:
+        (ann,), state = await open_room(server.ws_url, ["ann"])
+        eve = await connect(server.ws_url, "eve")
+        await eve.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
+        await ann.request(m.Leave(), m.Left)
+        left = await eve.expect(m.Left)
+        assert left.reason is m.LeftReason.ROOM_CLOSED and left.code == state.code
+
+
+async def test_the_host_leaving_mid_race_hands_over_and_the_race_goes_on(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        clients, _ = await open_room(server.ws_url, ["ann", "bob"], practice_seed="42")
+        ann, bob = clients
+        await ann.send(m.Start())
+        await bob.expect(m.RaceStart)
+        await ann.send(m.Leave())
+        state = await bob.expect(m.RoomState)
+        while len(state.members) != 1:
+            state = await bob.expect(m.RoomState)
+        assert state.host_id == bob.player_id and state.phase is m.Phase.RACING
+        result = await bob.request(m.MoveRequest(1, m.MoveAction.DRAW), m.MoveResult)
+        assert result.accepted
+        await bob.send(m.Resign())
+        over = await bob.expect(m.RaceOver)
+        statuses = {s.player_id: s.status for s in over.standings}
+        assert statuses == {
+            ann.player_id: m.PlayerStatus.LEFT,
+            bob.player_id: m.PlayerStatus.RESIGNED,
+        }
+
+
+async def test_kicking_in_the_finished_phase_lets_the_rest_rematch(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        clients, _ = await open_room(server.ws_url, ["ann", "bob"], practice_seed="42")
+        ann, bob = clients
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        for client in clients:
+            await client.send(m.Resign())
+        await ann.expect(m.RaceOver)
+        await ann.send(m.Kick(bob.player_id))
+        assert (await bob.expect(m.Left)).reason is m.LeftReason.KICKED
+        await ann.send(m.Rematch())
+        again = await ann.expect(m.RaceStart)
+        assert again.practice
