@@ -243,3 +243,15 @@ def test_par_of_an_unwinnable_deal_is_an_error() -> None:
 def test_results_are_picklable_for_the_process_pool() -> None:
     result = solve(candidate_deal("pickle", 0, Rules()), want_par=True)
     assert pickle.loads(pickle.dumps(result)) == result
+
+
+@pytest.mark.parametrize("rules", ALL_RULES, ids=str)
+def test_any_52_card_deal_is_decided_not_only_shuffled_ones(rules: Rules) -> None:
+    for deck in (list(range(52)), list(range(51, -1, -1))):
+        waste = None if rules.empty_waste else deck[28]
+        stock = deck[28:] if rules.empty_waste else deck[29:]
+        deal = Deal(rules, tuple(deck[:28]), waste, tuple(stock))
+        result = solve(deal, want_par=True)
+        assert result.winnable is dfs_baseline(deal).winnable
+        if result.winnable:
+            assert replay(deal, result.solution or ()).draws == result.par
