@@ -224,7 +224,11 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
             await conn.close(code)
             return
         if msg.type in (WSMsgType.BINARY, WSMsgType.TEXT):
-            await _on_frame(hub, conn, msg.data, settings)
+            conn.reading = True
+            try:
+                await _on_frame(hub, conn, msg.data, settings)
+            finally:
+                conn.reading = False
             await conn.write_pending()
         elif msg.type == WSMsgType.ERROR:
             logs.event("socket_error", conn=conn.conn_id, error=str(ws.exception()))

@@ -45,6 +45,8 @@ class Connection:
     outbox: deque[Frame] = field(default_factory=deque)
     writer: asyncio.Task[Any] | None = None
     kick_pending: bool = False
+    #: True while this connection's reader handles a frame; it writes what it queued.
+    reading: bool = False
 
     def send(self, frame: Frame) -> None:
         """Queue ``frame`` (encoded for this connection's encoding)."""
@@ -58,7 +60,7 @@ class Connection:
             )
             return
         self.outbox.append(frame)
-        if self.writer is None and not self.kick_pending:
+        if self.writer is None and not self.kick_pending and not self.reading:
             # Deferred: the reader usually writes its own replies inline (write_pending),
             # so most frames never need a task of their own.
             self.kick_pending = True
