@@ -38,6 +38,9 @@ RESULT_MEMORY: Final = 64
 MAX_REFUSALS_LOGGED: Final = 1000
 
 
+#: ``action.value`` without the enum descriptor's cost on every move.
+_ACTION_NAME: Final = {action: action.value for action in MoveAction}
+
 #: Record statuses differ from the wire's in one word.
 RECORD_STATUS: Final = {status: status.value for status in PlayerStatus} | {
     PlayerStatus.TIMED_OUT: "timeout"
@@ -219,7 +222,7 @@ class Race:
         except IllegalMoveError as refusal:
             return self._refusal(racer, seq, action, position, refusal.reason, at)
         racer.log.append(
-            MoveLogEntry(seq, at, action.value, change.position, True, None, change.card)
+            MoveLogEntry(seq, at, _ACTION_NAME[action], change.position, True, None, change.card)
         )
         if action is not MoveAction.DRAW:
             racer.cleared_at_ms = at
@@ -274,7 +277,7 @@ class Race:
     ) -> MoveResult:
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
-            entry = MoveLogEntry(seq, at, action.value, position, False, int(reason), None)
+            entry = MoveLogEntry(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
             racer.log.append(entry)
         change = _Change(position=position)
         return self._result(racer, seq, action, False, reason, change, at)
