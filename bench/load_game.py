@@ -245,6 +245,7 @@ class Player:
             self.cleared = frame["cleared"]
             self.actions += 1
             self.conn.meters.count("accepted")
+            self.conn.meters.count("accepted_" + action)
         else:
             self.conn.meters.count("rejected")
         self._answered()
