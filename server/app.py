@@ -55,6 +55,20 @@ def make_executor(workers: int, *, idle: bool = True) -> concurrent.futures.Proc
     )
 
 
+def stop_executor(executor: concurrent.futures.Executor) -> None:
+    """Stop the deal pool now: a deal still being solved is of no use any more.
+
+    Waiting for it could take long, since idle-priority workers get no CPU
+    while anything else wants it.  (Blocking: call it off the event loop.)
+    """
+    executor.shutdown(wait=False, cancel_futures=True)
+    processes = getattr(executor, "_processes", None) or {}
+    for process in list(processes.values()):
+        process.kill()  # SIGKILL: an idle-priority worker may wait long for CPU to die
+    for process in list(processes.values()):
+        process.join(timeout=5)
+
+
 def _idle_priority() -> None:
     """Run a deal worker only on CPU time the event loop does not want.
 
@@ -96,9 +110,9 @@ def create_app(
             if not app[_EXTERNAL_STORE]:
                 await app[STORE].close()
             if own_executor:
-                # Waiting for the workers to exit takes a moment: do it off the loop.
-                stop = functools.partial(app[_EXECUTOR].shutdown, wait=True, cancel_futures=True)
-                await asyncio.get_running_loop().run_in_executor(None, stop)
+                await asyncio.get_running_loop().run_in_executor(
+                    None, functools.partial(stop_executor, app[_EXECUTOR])
+                )
 
     app.cleanup_ctx.append(lifecycle)
     app.on_shutdown.append(_on_shutdown)
