@@ -36,6 +36,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
 
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
+    # Handlers first: a SIGTERM during start-up still shuts down in order.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     app = create_app(settings)
     runner = web.AppRunner(
         app, handle_signals=False, shutdown_timeout=settings.shutdown_timeout_s, access_log=None
@@ -56,8 +59,6 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     _tune_gc()
     sockets: list[Any] = list(getattr(site._server, "sockets", None) or [])
     port = sockets[0].getsockname()[1] if sockets else settings.port
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     logs.event("server_started", host=settings.host, port=port, url=f"ws://{settings.host}:{port}/ws")
     await stop.wait()
     logs.event("server_stopping")

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import ctypes
 import functools
 import multiprocessing
 import os
 import re
+import signal
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -51,7 +53,8 @@ def make_executor(workers: int, *, idle: bool = True) -> concurrent.futures.Proc
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=max(1, workers),
         mp_context=context,
-        initializer=_idle_priority if idle else None,
+        initializer=_init_worker,
+        initargs=(idle,),
     )
 
 
@@ -67,6 +70,21 @@ def stop_executor(executor: concurrent.futures.Executor) -> None:
         process.kill()  # SIGKILL: an idle-priority worker may wait long for CPU to die
     for process in list(processes.values()):
         process.join(timeout=5)
+
+
+def _init_worker(idle: bool) -> None:
+    """Prepare a deal worker: it dies with the server, and maybe runs at idle priority."""
+    _die_with_parent()
+    if idle:
+        _idle_priority()
+
+
+def _die_with_parent() -> None:
+    # Linux prctl(PR_SET_PDEATHSIG, SIGKILL): a server killed outright (SIGKILL, OOM)
+    # cannot stop its pool, so the kernel does it.  Elsewhere this is skipped.
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 def _idle_priority() -> None:
