@@ -256,3 +256,16 @@ async def test_deals_prepared_ahead_start_races_and_are_refilled(tmp_path: Path)
                 break
             await asyncio.sleep(0.05)
         assert server.hub._prepared[key][0].seed != prepared.seed
+
+
+async def test_tripeaks_server_reports_an_unusable_database_and_exits_1(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("tripeaks-server")
+    env = {**os.environ, "TRIPEAKS_PORT": "0", "TRIPEAKS_DEALS_AHEAD": "0"}
+    proc = await asyncio.create_subprocess_exec(
+        str(exe), "--db", "mysql://nowhere/db", stderr=asyncio.subprocess.PIPE, env=env
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1
+    events = [json.loads(line) for line in err.decode().splitlines() if line.startswith("{")]
+    failed = [e for e in events if e["event"] == "server_failed"]
+    assert failed and "mysql" in failed[0]["reason"]
