@@ -329,6 +329,11 @@ class GameClient:
             seated = {x.player_id for x in state.room.members}
             for player_id in [p for p in state.players if p not in seated]:
                 del state.players[player_id]
+        # Every racer starts from the same visible board, so a watcher can draw
+        # them all before anyone has moved.
+        for player in state.players.values():
+            if player.board is None:
+                player.board = start.view
         self._tell("race_start", start)
 
     def _undo_allowed(self) -> bool:

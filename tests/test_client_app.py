@@ -232,6 +232,31 @@ async def test_the_watch_screen_shows_every_board_and_then_the_results(tmp_path:
         await guest.close()
 
 
+async def test_the_watch_screen_draws_every_board_before_anyone_moves(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        host = await connect(server.ws_url, "hosty")
+        options = m.RoomOptions(countdown_s=0, practice_seed=SEED)
+        room = await host.request(m.CreateRoom(options), m.RoomState)
+        guest = await join_and_ready(server.ws_url, room.code, "guesty")
+        app = TriPeaksApp(server.ws_url, "viewer", start="watch", code=room.code)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.client.state.room is not None)
+            await host.send(m.Ready(True))
+            await until(pilot, lambda: all_ready(app))
+            await host.send(m.Start())
+            start = await host.expect(m.RaceStart, timeout=30)
+            await until(pilot, lambda: isinstance(app.screen, WatchScreen))
+            await until(pilot, lambda: app.client.state.race is not None)
+            boards = [p.board for p in app.client.state.players.values()]
+            assert boards == [start.view, start.view]
+            await pilot.pause(0.3)
+            panels = [str(w.content) for w in app.screen.query(".player").results(Static)]
+            assert len(panels) == 2
+            assert not any("no board yet" in panel for panel in panels)
+        await host.close()
+        await guest.close()
+
+
 async def test_a_wrong_room_code_is_shown_in_words(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
         app = TriPeaksApp(server.ws_url, "dave")
