@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -201,7 +202,11 @@ async def test_the_app_reconnects_mid_race_and_keeps_its_progress(tmp_path: Path
             await rival.close()
 
 
-async def test_the_watch_screen_shows_every_board_and_then_the_results(tmp_path: Path) -> None:
+@asynccontextmanager
+async def watched_race(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[TriPeaksApp, Pilot[int], TestClient, TestClient]]:
+    """Two players start a practice race while a third client watches it."""
     async with running_server(tmp_path) as server:
         host = await connect(server.ws_url, "hosty")
         options = m.RoomOptions(countdown_s=0, practice_seed=SEED)
@@ -214,47 +219,40 @@ async def test_the_watch_screen_shows_every_board_and_then_the_results(tmp_path:
             await until(pilot, lambda: all_ready(app))
             await host.send(m.Start())
             await until(pilot, lambda: isinstance(app.screen, WatchScreen))
-            await host.expect(m.RaceStart, timeout=30)
-            await guest.expect(m.RaceStart, timeout=30)
-            await host.send(m.MoveRequest(1, m.MoveAction.DRAW))
-            await guest.send(m.MoveRequest(1, m.MoveAction.DRAW))
-            await until(pilot, lambda: all(
-                p.board is not None for p in app.client.state.players.values()))
-            await pilot.pause(0.3)
-            panels = [str(w.content) for w in app.screen.query(".player").results(Static)]
-            assert len(panels) == 2
-            assert any("hosty" in p for p in panels) and any("guesty" in p for p in panels)
-            await host.send(m.Resign())
-            await guest.send(m.Resign())
-            await until(pilot, lambda: isinstance(app.screen, ResultsScreen))
-            await until(pilot, lambda: standings_rows(app) == 2)
+            yield app, pilot, host, guest
         await host.close()
         await guest.close()
+
+
+async def test_the_watch_screen_shows_every_board_and_then_the_results(tmp_path: Path) -> None:
+    async with watched_race(tmp_path) as (app, pilot, host, guest):
+        await host.expect(m.RaceStart, timeout=30)
+        await guest.expect(m.RaceStart, timeout=30)
+        await host.send(m.MoveRequest(1, m.MoveAction.DRAW))
+        await guest.send(m.MoveRequest(1, m.MoveAction.DRAW))
+        await until(
+            pilot, lambda: all(p.board is not None for p in app.client.state.players.values())
+        )
+        await pilot.pause(0.3)
+        panels = [str(w.content) for w in app.screen.query(".player").results(Static)]
+        assert len(panels) == 2
+        assert any("hosty" in p for p in panels) and any("guesty" in p for p in panels)
+        await host.send(m.Resign())
+        await guest.send(m.Resign())
+        await until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        await until(pilot, lambda: standings_rows(app) == 2)
 
 
 async def test_the_watch_screen_draws_every_board_before_anyone_moves(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as server:
-        host = await connect(server.ws_url, "hosty")
-        options = m.RoomOptions(countdown_s=0, practice_seed=SEED)
-        room = await host.request(m.CreateRoom(options), m.RoomState)
-        guest = await join_and_ready(server.ws_url, room.code, "guesty")
-        app = TriPeaksApp(server.ws_url, "viewer", start="watch", code=room.code)
-        async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.client.state.room is not None)
-            await host.send(m.Ready(True))
-            await until(pilot, lambda: all_ready(app))
-            await host.send(m.Start())
-            start = await host.expect(m.RaceStart, timeout=30)
-            await until(pilot, lambda: isinstance(app.screen, WatchScreen))
-            await until(pilot, lambda: app.client.state.race is not None)
-            boards = [p.board for p in app.client.state.players.values()]
-            assert boards == [start.view, start.view]
-            await pilot.pause(0.3)
-            panels = [str(w.content) for w in app.screen.query(".player").results(Static)]
-            assert len(panels) == 2
-            assert not any("no board yet" in panel for panel in panels)
-        await host.close()
-        await guest.close()
+    async with watched_race(tmp_path) as (app, pilot, host, _guest):
+        start = await host.expect(m.RaceStart, timeout=30)
+        await until(pilot, lambda: app.client.state.race is not None)
+        boards = [p.board for p in app.client.state.players.values()]
+        assert boards == [start.view, start.view]
+        await pilot.pause(0.3)
+        panels = [str(w.content) for w in app.screen.query(".player").results(Static)]
+        assert len(panels) == 2
+        assert not any("no board yet" in panel for panel in panels)
 
 
 async def test_a_wrong_room_code_is_shown_in_words(tmp_path: Path) -> None:
@@ -316,8 +314,12 @@ async def test_the_countdown_shows_and_resigning_takes_a_second_press(tmp_path: 
             assert "press r again" in text_of(app, "#message")
             await pilot.press("r")
             assert "you resigned" in text_of(app, "#message")
-            await until(pilot, lambda: app.client.state.players[
-                app.client.state.player_id or ""].status == "resigned")
+            await until(
+                pilot,
+                lambda: (
+                    app.client.state.players[app.client.state.player_id or ""].status == "resigned"
+                ),
+            )
             await rival.close()
 
 
