@@ -53,14 +53,14 @@ def apply(variants: set[str]) -> None:
     if "pool_idle" in variants:
         original = app.make_executor
 
-        def make_executor(workers: int) -> Any:
-            executor = original(workers)
+        def make_executor(workers: int, **kwargs: Any) -> Any:
+            executor = original(workers, **kwargs)
             # Workers are spawned lazily with the pool's stored initializer.
             executor._initializer = idle_priority
             executor._initargs = ()
             return executor
 
-        app.make_executor = make_executor
+        app.make_executor = make_executor  # type: ignore[assignment]
     if "no_metrics" in variants:
         init = metrics.Metrics.__init__
 
