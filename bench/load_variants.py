@@ -60,7 +60,7 @@ def apply(variants: set[str]) -> None:
             executor._initargs = ()
             return executor
 
-        app.make_executor = make_executor  # type: ignore[assignment]
+        app.make_executor = make_executor
     if "no_metrics" in variants:
         init = metrics.Metrics.__init__
 
