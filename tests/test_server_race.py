@@ -186,18 +186,24 @@ async def test_a_seq_that_skips_ahead_is_refused_and_changes_nothing(tmp_path: P
         assert result.accepted and result.moves == 1
 
 
+async def draw_until_stuck(player: TestClient) -> int:
+    """Draw the whole stock of a deal that sticks; return the next sequence number."""
+    seq = 1
+    result = None
+    while result is None or result.stock_left:
+        result = await player.request(_moves(m.MoveAction.DRAW, seq), m.MoveResult)
+        seq += 1
+    assert result.status is Status.STUCK
+    return seq
+
+
 async def test_without_undo_a_stuck_player_is_out_and_the_race_ends(tmp_path: Path) -> None:
     seed = stuck_seed()
     async with running_server(tmp_path) as server:
         (ann,), _ = await open_room(server.ws_url, ["ann"], practice_seed=seed, undo="off")
         await ann.send(m.Start())
         await ann.expect(m.RaceStart)
-        seq = 1
-        result = None
-        while result is None or result.stock_left:
-            result = await ann.request(_moves(m.MoveAction.DRAW, seq), m.MoveResult)
-            seq += 1
-        assert result.status is Status.STUCK
+        await draw_until_stuck(ann)
         over = await ann.expect(m.RaceOver)
         assert over.standings[0].status is m.PlayerStatus.STUCK
 
@@ -210,12 +216,7 @@ async def test_with_undo_a_stuck_player_may_undo_back_into_the_race_or_resign(
         (ann,), _ = await open_room(server.ws_url, ["ann"], practice_seed=seed, undo="free")
         await ann.send(m.Start())
         await ann.expect(m.RaceStart)
-        seq = 1
-        result = None
-        while result is None or result.stock_left:
-            result = await ann.request(_moves(m.MoveAction.DRAW, seq), m.MoveResult)
-            seq += 1
-        assert result.status is Status.STUCK
+        seq = await draw_until_stuck(ann)
         progress = await ann.expect(m.Progress)
         while progress.players[0].status is not m.PlayerStatus.STUCK:
             progress = await ann.expect(m.Progress)
