@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 #: Superuser created by initdb; also owns the test databases.
 DB_USER = "tripeaks"
 #: Server options that trade durability for speed: a test cluster is disposable.
@@ -185,6 +187,20 @@ def start_cluster() -> PostgresCluster:
         cluster.stop()
         raise
     return cluster
+
+
+def start_cluster_for_test() -> PostgresCluster:
+    """:func:`start_cluster`, or skip the test when the binaries are missing.
+
+    Outside CI a missing PostgreSQL skips; in CI (``CI`` set), where .ci/run
+    installs it, the test fails instead.
+    """
+    try:
+        return start_cluster()
+    except PostgresUnavailable as exc:
+        if in_ci():
+            pytest.fail(f"PostgreSQL is required in CI: {exc}")
+        pytest.skip(str(exc))
 
 
 def _start(cluster: PostgresCluster) -> None:

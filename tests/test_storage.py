@@ -532,12 +532,7 @@ async def test_a_missing_postgresql_database_gives_a_clear_error(
 
 async def test_a_save_during_a_database_restart_waits_and_lands_but_not_forever() -> None:
     # A cluster of its own: stopping the shared one would disturb other tests.
-    try:
-        cluster = pgutil.start_cluster()
-    except pgutil.PostgresUnavailable as exc:
-        if pgutil.in_ci():
-            pytest.fail(f"PostgreSQL is required in CI: {exc}")
-        pytest.skip(str(exc))
+    cluster = pgutil.start_cluster_for_test()
     try:
         store = await RaceStore.connect(cluster.create_database())
         try:
