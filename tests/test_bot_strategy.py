@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from client_cli.board import UNDO, UNKNOWN, Knowledge, start_knowledge
+from client_cli.board import UNKNOWN, Knowledge, start_knowledge
 from client_cli.strategy import Strategy
-from protocol.cards import card_code
-from protocol.game import DRAW, Game, Rules, Status
+from protocol.game import Game, Reason, Rules, Status
 from protocol.shuffle import candidate_deal
+from tests.offline import server_answer
 
 STANDARD = Rules()
 
@@ -31,19 +31,11 @@ def play_offline(
         if action is None:
             break
         steps += 1
-        if action == UNDO:
-            game.undo()
-            uncovered: dict[int, str] = {}
-        elif action == DRAW:
-            game.draw()
-            uncovered = {}
-        else:
-            assert isinstance(action, int)
-            uncovered = {q: card_code(game.deal.peaks[q]) for q in game.play(action)}
-        top = game.waste_top
+        answer = server_answer(game, action)
+        assert not isinstance(answer, Reason), f"the bot chose an illegal move: {answer!r}"
         known.confirm(
-            action, uncovered=uncovered, waste_top=None if top is None else card_code(top),
-            stock_left=game.stock_left,
+            action, uncovered=answer["uncovered"], waste_top=answer["waste_top"],
+            stock_left=answer["stock_left"],
         )
         if game.status is Status.WON or (game.status is Status.STUCK and not undo):
             break

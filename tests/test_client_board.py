@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,9 +17,10 @@ from client_cli.board import (
     view_codes,
 )
 from protocol.cards import card_code, parse_card
-from protocol.game import DRAW, Game, IllegalMoveError, Reason, Rules, Status
+from protocol.game import DRAW, Game, Reason, Rules, Status
 from protocol.layout import BOTTOM_ROW
 from protocol.shuffle import candidate_deal
+from tests.offline import server_answer
 
 RULE_SETS = [Rules(), Rules(wrap=False), Rules(empty_waste=True), Rules(False, True)]
 
@@ -31,29 +30,6 @@ def fresh(seed: str, rules: Rules) -> tuple[Game, Board]:
     view = game.view()
     known = start_knowledge(rules, view.board[18:], view.waste_top)  # type: ignore[arg-type]
     return game, Board(known)
-
-
-def server_answer(game: Game, action: Action) -> dict[str, Any] | Reason:
-    """What an honest server tells the player about ``action``: the facts, or a reason."""
-    try:
-        if action == UNDO:
-            game.undo()
-            uncovered: dict[int, str] = {}
-        elif action == DRAW:
-            game.draw()
-            uncovered = {}
-        else:
-            assert isinstance(action, int)
-            uncovered = {q: card_code(game.deal.peaks[q]) for q in game.play(action)}
-    except IllegalMoveError as error:
-        return error.reason
-    top = game.waste_top
-    return {
-        "uncovered": uncovered,
-        "waste_top": None if top is None else card_code(top),
-        "stock_left": game.stock_left,
-        "counts": {"moves": game.moves, "draws": game.draws, "undos": game.undos},
-    }
 
 
 def truth_check(game: Game, action: Action) -> Reason | None:
