@@ -18,6 +18,7 @@ import asyncio
 import base64
 import hashlib
 import os
+import random
 import struct
 from collections.abc import Callable
 from typing import Final, cast
@@ -32,9 +33,13 @@ class WireError(ConnectionError):
     """The handshake failed or the server sent something this client does not speak."""
 
 
+#: Mask keys need not be secret on loopback; a PRNG spares a system call per frame.
+_KEYS = random.Random()
+
+
 def _mask(payload: bytes) -> bytes:
     """A fresh 4-byte key followed by ``payload`` XORed with it (client frames must be masked)."""
-    key = os.urandom(4)
+    key = _KEYS.getrandbits(32).to_bytes(4, "big")
     n = len(payload)
     if n == 0:
         return key

@@ -102,6 +102,48 @@ def encode_json(message: m.ClientMessage | m.ServerMessage) -> str:
     return json.dumps(to_wire(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+#: :func:`encode` for msgpack of a map already in wire form (same bytes as ``packb``).
+pack_wire: Final = msgpack.Packer(use_bin_type=True).pack
+
+
+# ---- the move fast path ----------------------------------------------------
+#: Longest ``move`` frame :func:`parse_move` looks at (the plain ones are 21 to 48 bytes).
+_FAST_MOVE_MAX: Final = 64
+_MOVE_ACTIONS: Final = {action.value: action for action in m.MoveAction}
+
+
+def parse_move(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None:
+    """``(seq, action, position)`` of a msgpack ``move`` frame in its plain shape, or ``None``.
+
+    The server's hot path.  It accepts only a frame that :func:`decode` turns
+    into a :class:`~protocol.messages.MoveRequest` with these values: a
+    fixmap of string keys, no duplicate (the map's declared size must equal
+    the decoded one), no extra key, each value of its exact type and range,
+    ``position`` present exactly for ``play``.  Anything else, a bad frame
+    included, gives ``None`` and goes through :func:`decode`, so every
+    refusal keeps its error code.
+    """
+    if len(frame) > _FAST_MOVE_MAX or not frame or frame[0] & 0xF0 != 0x80:
+        return None
+    try:
+        wire = msgpack.unpackb(frame)
+    except Exception:
+        return None
+    if type(wire) is not dict or len(wire) != frame[0] & 0x0F or wire.get("t") != "move":
+        return None
+    seq, name, position = wire.get("seq"), wire.get("action"), wire.get("position")
+    if type(seq) is not int or not 1 <= seq <= m.MAX_SEQ or type(name) is not str:
+        return None
+    action = _MOVE_ACTIONS.get(name)
+    if action is None or len(wire) != (4 if "position" in wire else 3):
+        return None
+    if position is None:
+        return None if action is m.MoveAction.PLAY else (seq, action, None)
+    if type(position) is not int or not 0 <= position <= 255 or action is not m.MoveAction.PLAY:
+        return None
+    return seq, action, position
+
+
 # ---- decoding -------------------------------------------------------------
 def decode(frame: bytes | str, encoding: EncodingName) -> m.ClientMessage:
     """A client-to-server frame as a message, or :class:`ProtocolError`."""

@@ -40,7 +40,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from protocol.cards import DECK_SIZE, Card, CardError, card_code, is_adjacent, parse_card, rank_of
+from protocol.cards import (
+    ALL_CODES,
+    DECK_SIZE,
+    Card,
+    CardError,
+    card_code,
+    is_adjacent,
+    parse_card,
+    rank_of,
+)
 from protocol.layout import COVERED_BY, COVERS, PEAK_CARDS
 
 DRAW: Final = "draw"
@@ -268,11 +277,16 @@ class Game:
         self.deal: Final = deal
         self.allow_undo: Final = allow_undo
         self._removed = [False] * PEAK_CARDS
+        # Cards still lying on each position: a position is face up at 0.  Kept up to
+        # date by play and undo, so views and status need no walk over the layout.
+        self._covering = [len(on_top) for on_top in COVERED_BY]
         self._cleared = 0
         self._drawn = 0
         self._waste: list[Card] = [] if deal.waste is None else [deal.waste]
         self._history: list[Move] = []
         self._counts = _Counts()
+        # The status of the current state, worked out on first use after each change.
+        self._status: Status | None = None
 
     # ---- queries -------------------------------------------------------
     @property
@@ -337,8 +351,10 @@ class Game:
 
     def fits(self, card: Card) -> bool:
         """True when ``card`` may go on the waste (any card fits an empty waste)."""
-        top = self.waste_top
-        return top is None or is_adjacent(rank_of(card), rank_of(top), self.rules.wrap)
+        waste = self._waste
+        if not waste:
+            return True
+        return is_adjacent(rank_of(card), rank_of(waste[-1]), self.deal.rules.wrap)
 
     def legal_moves(self) -> list[Move]:
         """Every legal move: free fitting positions in order, then ``"draw"``."""
@@ -357,6 +373,12 @@ class Game:
     @property
     def status(self) -> Status:
         """``WON`` with all 28 played, ``STUCK`` with no stock and no fit, else ``PLAYING``."""
+        status = self._status
+        if status is None:
+            status = self._status = self._work_out_status()
+        return status
+
+    def _work_out_status(self) -> Status:
         if self._cleared == PEAK_CARDS:
             return Status.WON
         if self.stock_left == 0 and not any(self._playable(p) for p in range(PEAK_CARDS)):
@@ -397,7 +419,14 @@ class Game:
         self._waste.append(self.deal.peaks[position])
         self._history.append(position)
         self._counts.moves += 1
-        return tuple(q for q in COVERS[position] if self._face_up(q))
+        self._status = None
+        covering = self._covering
+        turned: list[int] = []
+        for q in COVERS[position]:
+            covering[q] -= 1
+            if not covering[q]:
+                turned.append(q)
+        return tuple(turned)
 
     def draw(self) -> Card:
         """Turn the next stock card onto the waste and return it."""
@@ -410,6 +439,7 @@ class Game:
         self._history.append(DRAW)
         self._counts.moves += 1
         self._counts.draws += 1
+        self._status = None
         return card
 
     def push(self, move: Move) -> None:
@@ -438,23 +468,24 @@ class Game:
         else:
             self._removed[move] = False
             self._cleared -= 1
+            covering = self._covering
+            for q in COVERS[move]:
+                covering[q] += 1
         self._counts.undos += 1
+        self._status = None
         return move
 
     # ---- views ---------------------------------------------------------
     def view(self) -> PlayerView:
         """Exactly what the player may know; see :class:`PlayerView`."""
-        board: list[str | None] = []
-        for p in range(PEAK_CARDS):
-            if self._removed[p]:
-                board.append(None)
-            elif self._face_up(p):
-                board.append(card_code(self.deal.peaks[p]))
-            else:
-                board.append(HIDDEN)
+        removed, covering, peaks = self._removed, self._covering, self.deal.peaks
+        board = tuple(
+            None if removed[p] else HIDDEN if covering[p] else ALL_CODES[peaks[p]]
+            for p in range(PEAK_CARDS)
+        )
         top = self.waste_top
         return PlayerView(
-            board=tuple(board),
+            board=board,
             waste_top=None if top is None else card_code(top),
             stock_left=self.stock_left,
             moves=self.moves,
@@ -469,7 +500,7 @@ class Game:
 
     # ---- internals -----------------------------------------------------
     def _face_up(self, position: int) -> bool:
-        return all(self._removed[q] for q in COVERED_BY[position])
+        return not self._covering[position]
 
     def _free(self, position: int) -> bool:
         return not self._removed[position] and self._face_up(position)

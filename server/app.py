@@ -18,7 +18,7 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Final, cast
 
 from aiohttp import WSMsgType, web
 
@@ -28,7 +28,8 @@ from protocol.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs
 from server.clientaddr import client_address
 from server.config import Settings
-from server.connection import Connection
+from server.connection import Connection, Transport
+from server.fastmove import handle_move
 from server.hub import Hub
 from server.ratelimit import AddressLimiter
 from server.storage import RaceStore
@@ -223,7 +224,9 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         heartbeat=settings.heartbeat_s or None,
     )
     await ws.prepare(request)
-    conn = hub.new_connection(ws, codec.encoding_for(chosen), address)
+    # The transport is uvloop's (or asyncio's) socket transport; see Connection.send.
+    transport = cast("Transport | None", request.transport)
+    conn = hub.new_connection(ws, codec.encoding_for(chosen), address, transport)
     logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
     try:
         if chosen is None:
@@ -255,13 +258,16 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
             code = CloseCode.HELLO_TIMEOUT if conn.session is None else CloseCode.IDLE_TIMEOUT
             await conn.close(code)
             return
-        if msg.type in (WSMsgType.BINARY, WSMsgType.TEXT):
+        if msg.type is WSMsgType.BINARY or msg.type is WSMsgType.TEXT:
             conn.reading = True
             try:
-                await _on_frame(hub, conn, msg.data, settings)
+                close_code = _on_frame(hub, conn, msg.data, settings)
             finally:
                 conn.reading = False
-            await conn.write_pending()
+            if conn.outbox:
+                await conn.write_pending()
+            if close_code is not None:
+                await conn.close(close_code)
         elif msg.type == WSMsgType.ERROR:
             logs.event("socket_error", conn=conn.conn_id, error=str(ws.exception()))
             return
@@ -274,38 +280,56 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
 _ALWAYS_HANDLED: Final = (m.Resign, m.Leave)
 
 
-async def _on_frame(hub: Hub, conn: Connection, frame: bytes | str, settings: Settings) -> None:
-    limited = not conn.bucket.spend(hub.now_ms())
+def _on_frame(
+    hub: Hub, conn: Connection, frame: bytes | str, settings: Settings
+) -> CloseCode | None:
+    """Handle one data frame; returns the close code when the connection must go."""
+    now = hub.now_ms()
+    limited = not conn.bucket.spend(now)
+    try:
+        if (
+            not limited
+            and type(frame) is bytes
+            and conn.encoding is codec.Encoding.MSGPACK
+            and handle_move(hub, conn, frame, now)
+        ):
+            return None
+    except Exception:
+        logs.failure("handler_failed", conn=conn.conn_id, message=m.MoveRequest.TAG)
+        hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
+        return None
     if limited and conn.bucket.is_abusive(settings.abuse_strikes):
         hub.error(conn, ErrorCode.RATE_LIMITED)
         logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
-        await conn.close(CloseCode.POLICY_VIOLATION)
-        return
+        return CloseCode.POLICY_VIOLATION
     try:
         message = codec.decode(frame, conn.encoding)
     except ProtocolError as exc:
         if limited:
             hub.error(conn, ErrorCode.RATE_LIMITED)
-        else:
-            await _bad_frame(hub, conn, exc, settings)
-        return
+            return None
+        return _bad_frame(hub, conn, exc, settings)
     if limited and not isinstance(message, _ALWAYS_HANDLED):
         seq = message.seq if isinstance(message, m.MoveRequest) else None
         hub.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG, seq=seq)
-        return
+        return None
     try:
         hub.handle(conn, message)
     except Exception:
         # Nothing a client sends may take the server down: report and carry on.
         logs.failure("handler_failed", conn=conn.conn_id, message=message.TAG)
         hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=message.TAG)
+    return None
 
 
-async def _bad_frame(hub: Hub, conn: Connection, exc: ProtocolError, settings: Settings) -> None:
+def _bad_frame(
+    hub: Hub, conn: Connection, exc: ProtocolError, settings: Settings
+) -> CloseCode | None:
     conn.bad_frames += 1
     hub.error(conn, exc.code, exc.message, ref=exc.tag, seq=exc.seq)
     if exc.code is ErrorCode.UNSUPPORTED_VERSION:
-        await conn.close(CloseCode.UNSUPPORTED_VERSION)
-    elif conn.bad_frames >= settings.bad_frame_limit:
+        return CloseCode.UNSUPPORTED_VERSION
+    if conn.bad_frames >= settings.bad_frame_limit:
         logs.event("too_many_bad_frames", conn=conn.conn_id, address=conn.address)
-        await conn.close(CloseCode.TOO_MANY_ERRORS)
+        return CloseCode.TOO_MANY_ERRORS
+    return None

@@ -1,17 +1,21 @@
 """One WebSocket connection: its encoding, its budget, and an ordered outbox.
 
-Frames are queued and written by a short-lived task per burst, so a
-broadcast never waits on one slow reader and frames keep their order.  A
-reader that falls :data:`MAX_OUTBOX` frames behind is disconnected.
+A frame is written to the socket at once when nothing is waiting before it
+and the socket takes data (:func:`frame_header`: aiohttp's writer has no
+synchronous call, and awaiting one per frame costs more than the frame).
+Otherwise it is queued and written by a short-lived task that waits for the
+socket, so a broadcast never waits on one slow reader and frames keep their
+order.  A reader that falls :data:`MAX_OUTBOX` frames behind is disconnected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aiohttp import web
 
@@ -27,6 +31,33 @@ if TYPE_CHECKING:
 MAX_OUTBOX: Final = 2000
 
 Frame = bytes | str
+
+_OP_TEXT: Final = 0x1
+_OP_BINARY: Final = 0x2
+#: Headers of short frames (payload under 126 bytes), by opcode and length.
+_SHORT_HEADERS: Final = {
+    opcode: tuple(bytes((0x80 | opcode, n)) for n in range(126))
+    for opcode in (_OP_TEXT, _OP_BINARY)
+}
+
+
+def frame_header(opcode: int, size: int) -> bytes:
+    """The header of a final, unmasked, uncompressed server frame (RFC 6455, 5.2)."""
+    if size < 126:
+        return _SHORT_HEADERS[opcode][size]
+    if size < 1 << 16:
+        return struct.pack("!BBH", 0x80 | opcode, 126, size)
+    return struct.pack("!BBQ", 0x80 | opcode, 127, size)
+
+
+class Transport(Protocol):
+    """What a connection needs of its socket's asyncio transport."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def is_closing(self) -> bool: ...
+
+    def get_write_buffer_size(self) -> int: ...
 
 
 @dataclass(eq=False, slots=True)
@@ -47,10 +78,14 @@ class Connection:
     kick_pending: bool = False
     #: True while this connection's reader handles a frame; it writes what it queued.
     reading: bool = False
+    #: The socket, for writing frames directly (``None``: always through aiohttp).
+    transport: Transport | None = None
 
     def send(self, frame: Frame) -> None:
-        """Queue ``frame`` (encoded for this connection's encoding)."""
+        """Send ``frame`` (encoded for this connection's encoding): now if possible, else queued."""
         if self.closed:
+            return
+        if not self.outbox and self.writer is None and self._write_now(frame):
             return
         if len(self.outbox) >= MAX_OUTBOX:
             self.closed = True
@@ -65,6 +100,24 @@ class Connection:
             # so most frames never need a task of their own.
             self.kick_pending = True
             asyncio.get_running_loop().call_soon(self._kick)
+
+    def _write_now(self, frame: Frame) -> bool:
+        """Write ``frame`` to the socket if it takes data right now (no backlog)."""
+        transport = self.transport
+        if (
+            transport is None
+            or self.ws.closed  # true from the start of a close: no data after the close frame
+            or transport.is_closing()
+            or transport.get_write_buffer_size()
+        ):
+            return False
+        if isinstance(frame, str):
+            data = frame.encode()
+            opcode = _OP_TEXT
+        else:
+            data, opcode = frame, _OP_BINARY
+        transport.write(frame_header(opcode, len(data)) + data)
+        return True
 
     def _kick(self) -> None:
         self.kick_pending = False

@@ -30,7 +30,7 @@ from protocol.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
 from protocol.game import Rules
 from server import ids, logs
 from server.config import Settings
-from server.connection import Connection, Frame
+from server.connection import Connection, Frame, Transport
 from server.metrics import Metrics
 from server.ratelimit import CreditBucket
 from server.records import RaceRecord
@@ -105,7 +105,7 @@ class Hub:
         self._tasks: set[asyncio.Task[None]] = set()
         self._saves: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
-        self._move_count = 0
+        self.move_count = 0  # moves handled, for sampled timing
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._preparing: set[tuple[Rules, Difficulty]] = set()
         loop = asyncio.get_running_loop()
@@ -344,13 +344,18 @@ class Hub:
 
     # ---- connections -----------------------------------------------------------
     def new_connection(
-        self, ws: web.WebSocketResponse, encoding: codec.Encoding, address: str
+        self,
+        ws: web.WebSocketResponse,
+        encoding: codec.Encoding,
+        address: str,
+        transport: Transport | None = None,
     ) -> Connection:
-        """Register a freshly opened WebSocket."""
+        """Register a freshly opened WebSocket (``transport``: its socket, for direct writes)."""
         bucket = CreditBucket.full(
             self.settings.player_rate, self.settings.player_burst, self.now_ms()
         )
         conn = Connection(ws, encoding, address, bucket, next(self._conn_ids))
+        conn.transport = transport
         self.connections.add(conn)
         self.metrics.connections_opened.inc()
         return conn
@@ -417,8 +422,8 @@ class Hub:
         elif handle is None:
             raise ProtocolError(ErrorCode.NOT_IN_ROOM)
         elif isinstance(msg, m.MoveRequest):
-            self._move_count += 1
-            timed = self._move_count % Metrics.MOVE_SAMPLE == 0
+            self.move_count += 1
+            timed = self.move_count % Metrics.MOVE_SAMPLE == 0
             started = time.perf_counter() if timed else 0.0
             outputs = handle.room.move(pid, msg, now)
             self.run(handle, outputs)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
-from protocol.cards import card_code
+from protocol.cards import ALL_CODES
 from protocol.game import (
     DRAW,
     Deal,
@@ -37,6 +37,9 @@ RESULT_MEMORY: Final = 64
 #: Refused moves logged per player; accepted moves are always logged.
 MAX_REFUSALS_LOGGED: Final = 1000
 
+
+#: A :class:`MoveLogEntry`'s fields: seq, at_ms, action, position, accepted, reason, card.
+LogFields = tuple[int, int, str, int | None, bool, int | None, str | None]
 
 #: ``action.value`` without the enum descriptor's cost on every move.
 _ACTION_NAME: Final = {action: action.value for action in MoveAction}
@@ -66,8 +69,9 @@ class Racer:
     game: Game
     status: PlayerStatus = PlayerStatus.RACING
     last_seq: int = 0
-    results: deque[MoveResult] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
-    log: list[MoveLogEntry] = field(default_factory=list)
+    results: deque[_Answer] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
+    #: Every move attempt as :class:`MoveLogEntry` fields (built into entries at the end).
+    log: list[LogFields] = field(default_factory=list)
     refusals_logged: int = 0
     penalty_ms: int = 0
     finish_ms: int | None = None
@@ -140,21 +144,39 @@ class Race:
     ) -> tuple[MoveResult, bool]:
         """Apply one move; return its result and whether it is a fresh (not resent) answer."""
         racer = self.racers[player_id]
-        if seq <= racer.last_seq:
-            for result in racer.results:
-                if result.seq == seq:
-                    return result, False
-            raise SeqOutOfOrder(racer.last_seq + 1, seq)
-        if seq != racer.last_seq + 1:
-            raise SeqOutOfOrder(racer.last_seq + 1, seq)
+        wire, fresh = self.answer(player_id, seq, action, position, now_ms)
+        # The answer just given (or the resent one) is the newest with this seq.
+        for answer in reversed(racer.results):
+            if answer.wire is wire:
+                if answer.message is None:
+                    answer.message = message_of(wire)
+                return answer.message, fresh
+        return message_of(wire), fresh  # pragma: no cover - every answer is remembered
+
+    def answer(
+        self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> tuple[dict[str, object], bool]:
+        """:meth:`move`, with the result as its wire map (``codec.to_wire`` of the
+        :class:`MoveResult`, tag first): what the server sends, built without the message."""
+        racer = self.racers[player_id]
+        last = racer.last_seq
+        if seq <= last:
+            for answer in racer.results:
+                if answer.seq == seq:
+                    return answer.wire, False
+            raise SeqOutOfOrder(last + 1, seq)
+        if seq != last + 1:
+            raise SeqOutOfOrder(last + 1, seq)
         racer.last_seq = seq
-        at = self.elapsed(now_ms)
+        at = now_ms - self.start_ms
+        if at < 0:
+            at = 0
         if self.over or racer.status in _FINAL:
-            result = self._refusal(racer, seq, action, position, Reason.GAME_OVER, at)
+            wire = self._refusal(racer, seq, action, position, Reason.GAME_OVER, at)
         else:
-            result = self._apply(racer, seq, action, position, at)
-        racer.results.append(result)
-        return result, True
+            wire = self._apply(racer, seq, action, position, at)
+        racer.results.append(_Answer(seq, wire))
+        return wire, True
 
     def resign(self, player_id: str, now_ms: int) -> bool:
         """The player gives up; False if they were already done."""
@@ -194,7 +216,7 @@ class Race:
                 draws=racer.game.draws,
                 undos=racer.game.undos,
                 penalty_ms=racer.penalty_ms,
-                log=tuple(racer.log),
+                log=tuple(MoveLogEntry(*entry) for entry in racer.log),
             )
             for rank, racer in enumerate(self.standings(), start=1)
         )
@@ -202,69 +224,65 @@ class Race:
     # ---- internals -----------------------------------------------------
     def _apply(
         self, racer: Racer, seq: int, action: MoveAction, position: int | None, at: int
-    ) -> MoveResult:
+    ) -> dict[str, object]:
         game = racer.game
-        change = _Change(position=position)
+        peaks = game.deal.peaks
+        card: str | None = None
+        uncovered: list[dict[str, object]] = []
+        hidden: tuple[int, ...] = ()
+        undone: MoveAction | None = None
         try:
             if action is MoveAction.PLAY:
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
                 turned = game.play(position)
-                change.card = card_code(game.deal.peaks[position])
-                change.uncovered = tuple(
-                    Uncovered(p, card_code(game.deal.peaks[p])) for p in turned
-                )
+                card = ALL_CODES[peaks[position]]
+                uncovered = [{"position": p, "card": ALL_CODES[peaks[p]]} for p in turned]
             elif action is MoveAction.DRAW:
-                change.position = None
-                change.card = card_code(game.draw())
+                position = None
+                card = ALL_CODES[game.draw()]
             else:
-                change = self._undo(racer)
+                position, card, hidden, undone = self._undo(racer)
         except IllegalMoveError as refusal:
             return self._refusal(racer, seq, action, position, refusal.reason, at)
-        racer.log.append(
-            MoveLogEntry(seq, at, _ACTION_NAME[action], change.position, True, None, change.card)
-        )
+        racer.log.append((seq, at, _ACTION_NAME[action], position, True, None, card))
         if action is not MoveAction.DRAW:
             racer.cleared_at_ms = at
         self._update_status(racer, at)
-        return self._result(racer, seq, action, True, None, change, at)
+        return _wire(racer, seq, action, True, None, position, card, uncovered, hidden, undone, at)
 
-    def _undo(self, racer: Racer) -> _Change:
+    def _undo(self, racer: Racer) -> tuple[int | None, str | None, tuple[int, ...], MoveAction]:
+        """Undo the last move: its position, card and re-hidden positions, and what it was."""
         game = racer.game
         undone = game.undo()
         racer.penalty_ms += self.undo_penalty_ms
-        change = _Change()
         if undone == DRAW:
-            change.undone = MoveAction.DRAW
-            return change
+            return None, None, (), MoveAction.DRAW
         assert isinstance(undone, int)
-        change.undone = MoveAction.PLAY
-        change.position = undone
-        change.card = card_code(game.deal.peaks[undone])
         # Only positions the put-back card lies on can go face down again: those it
         # had uncovered, i.e. whose other covering card is gone.  (None of them can
         # have been played since: the undone play was the last move.)
-        change.hidden = tuple(
+        hidden = tuple(
             q
             for q in COVERS[undone]
             if all(game.is_removed(c) for c in COVERED_BY[q] if c != undone)
         )
-        return change
+        return undone, ALL_CODES[game.deal.peaks[undone]], hidden, MoveAction.PLAY
 
     def _update_status(self, racer: Racer, at: int) -> None:
         status = racer.game.status
-        if status is Status.WON:
+        if status is Status.PLAYING:
+            # An undo out of a stuck position puts the player back in the race.
+            racer.status = PlayerStatus.RACING
+            racer.done_ms = None
+        elif status is Status.WON:
             racer.status = PlayerStatus.FINISHED
             racer.finish_ms = at + racer.penalty_ms
             racer.done_ms = at
             self.finish_order.append(racer.player_id)
-        elif status is Status.STUCK:
+        else:
             racer.status = PlayerStatus.STUCK
             racer.done_ms = at
-        else:
-            # An undo out of a stuck position puts the player back in the race.
-            racer.status = PlayerStatus.RACING
-            racer.done_ms = None
 
     def _refusal(
         self,
@@ -274,49 +292,13 @@ class Race:
         position: int | None,
         reason: Reason,
         at: int,
-    ) -> MoveResult:
+    ) -> dict[str, object]:
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
-            entry = MoveLogEntry(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
-            racer.log.append(entry)
-        change = _Change(position=position)
-        return self._result(racer, seq, action, False, reason, change, at)
-
-    def _result(
-        self,
-        racer: Racer,
-        seq: int,
-        action: MoveAction,
-        accepted: bool,
-        reason: Reason | None,
-        change: _Change,
-        at: int,
-    ) -> MoveResult:
-        game = racer.game
-        top = game.waste_top
-        position = change.position
+            racer.log.append((seq, at, _ACTION_NAME[action], position, False, int(reason), None))
         if position is not None and position > 255:
             position = None
-        return MoveResult(
-            seq=seq,
-            action=action,
-            accepted=accepted,
-            reason=reason,
-            position=position,
-            card=change.card,
-            uncovered=change.uncovered,
-            hidden=change.hidden,
-            undone=change.undone,
-            waste_top=None if top is None else card_code(top),
-            stock_left=game.stock_left,
-            cleared=game.cleared,
-            moves=game.moves,
-            draws=game.draws,
-            undos=game.undos,
-            status=game.status,
-            penalty_ms=racer.penalty_ms,
-            elapsed_ms=at,
-        )
+        return _wire(racer, seq, action, False, reason, position, None, [], (), None, at)
 
     def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
         racer = self.racers.get(player_id)
@@ -325,19 +307,91 @@ class Race:
         at = self.elapsed(now_ms)
         racer.status = status
         racer.done_ms = at
-        racer.log.append(MoveLogEntry(0, at, action, None, True, None, None))
+        racer.log.append((0, at, action, None, True, None, None))
         return True
 
 
-@dataclass(slots=True)
-class _Change:
-    """What an accepted move changed, for its :class:`MoveResult`."""
+class _Answer:
+    """One remembered answer: its seq, its wire map and (once asked for) its message."""
 
-    position: int | None = None
-    card: str | None = None
-    uncovered: tuple[Uncovered, ...] = ()
-    hidden: tuple[int, ...] = ()
-    undone: MoveAction | None = None
+    __slots__ = ("message", "seq", "wire")
+
+    def __init__(self, seq: int, wire: dict[str, object]) -> None:
+        self.seq = seq
+        self.wire = wire
+        self.message: MoveResult | None = None
+
+
+_PLAYING: Final = Status.PLAYING.value
+_STATUS_OF_NAME: Final = {status.value: status for status in Status}
+
+
+def _wire(
+    racer: Racer,
+    seq: int,
+    action: MoveAction,
+    accepted: bool,
+    reason: Reason | None,
+    position: int | None,
+    card: str | None,
+    uncovered: list[dict[str, object]],
+    hidden: tuple[int, ...],
+    undone: MoveAction | None,
+    at: int,
+) -> dict[str, object]:
+    """The ``move_result`` map: keys in the codec's order, values as the codec writes them.
+
+    ``tests/test_server_fastpath.py`` checks it against ``codec.to_wire`` of
+    :func:`message_of` for every kind of answer.
+    """
+    game = racer.game
+    top = game.waste_top
+    status = game.status
+    return {
+        "t": MoveResult.TAG,
+        "seq": seq,
+        "action": action,
+        "accepted": accepted,
+        "reason": reason,
+        "position": position,
+        "card": card,
+        "uncovered": uncovered,
+        "hidden": hidden,
+        "undone": undone,
+        "waste_top": None if top is None else ALL_CODES[top],
+        "stock_left": game.stock_left,
+        "cleared": game.cleared,
+        "moves": game.moves,
+        "draws": game.draws,
+        "undos": game.undos,
+        "status": _PLAYING if status is Status.PLAYING else status.value,
+        "penalty_ms": racer.penalty_ms,
+        "elapsed_ms": at,
+    }
+
+
+def message_of(wire: dict[str, Any]) -> MoveResult:
+    """The :class:`MoveResult` whose wire map is ``wire`` (as built by :meth:`Race.answer`)."""
+    return MoveResult(
+        seq=wire["seq"],
+        action=wire["action"],
+        accepted=wire["accepted"],
+        reason=wire["reason"],
+        position=wire["position"],
+        card=wire["card"],
+        uncovered=tuple(Uncovered(u["position"], u["card"]) for u in wire["uncovered"]),
+        hidden=tuple(wire["hidden"]),
+        undone=wire["undone"],
+        waste_top=wire["waste_top"],
+        stock_left=wire["stock_left"],
+        cleared=wire["cleared"],
+        moves=wire["moves"],
+        draws=wire["draws"],
+        undos=wire["undos"],
+        status=_STATUS_OF_NAME[wire["status"]],
+        penalty_ms=wire["penalty_ms"],
+        elapsed_ms=wire["elapsed_ms"],
+    )
 
 
 _FINAL: Final = frozenset(

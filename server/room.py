@@ -29,6 +29,7 @@ from protocol.messages import (
     Finish,
     LeftReason,
     Member,
+    MoveAction,
     MoveRequest,
     Phase,
     PlayerProgress,
@@ -415,9 +416,7 @@ class Room:
 
     def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
         """A player's move: checked by the engine, answered to that player only."""
-        race = self.race
-        if race is None or player_id not in race.racers:
-            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing in this race")
+        race = self._race_of(player_id)
         racer = race.racers[player_id]
         before = racer.status
         try:
@@ -428,9 +427,35 @@ class Room:
             raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=request.seq) from None
         outputs: list[Output] = [Send(player_id, result)]
         if fresh and result.accepted:
-            outputs += self._mark_dirty(player_id, now_ms)
-            if racer.status is not before:
-                outputs += self._racer_changed(player_id, now_ms)
+            outputs += self._moved(racer, before, now_ms)
+        return outputs
+
+    def answer_move(
+        self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> tuple[dict[str, object], list[Output]]:
+        """:meth:`move` for the server's hot path: the answer as its wire map
+        (:meth:`Race.answer`), and the outputs that follow the answer."""
+        race = self._race_of(player_id)
+        racer = race.racers[player_id]
+        before = racer.status
+        try:
+            wire, fresh = race.answer(player_id, seq, action, position, now_ms)
+        except SeqOutOfOrder as exc:
+            raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=seq) from None
+        if fresh and wire["accepted"]:
+            return wire, self._moved(racer, before, now_ms)
+        return wire, []
+
+    def _race_of(self, player_id: str) -> Race:
+        race = self.race
+        if race is None or player_id not in race.racers:
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing in this race")
+        return race
+
+    def _moved(self, racer: Racer, before: PlayerStatus, now_ms: int) -> list[Output]:
+        outputs = self._mark_dirty(racer.player_id, now_ms)
+        if racer.status is not before:
+            outputs += self._racer_changed(racer.player_id, now_ms)
         return outputs
 
     def resign(self, player_id: str, now_ms: int) -> list[Output]:

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from bench.echo_server import make_app
-from bench.load_game import peek_tag
+from bench.load_game import move_frame, peek_tag
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol import codec
@@ -188,3 +188,12 @@ def test_peek_tag_reads_the_codec_tag_of_small_and_large_maps() -> None:
 def test_peek_tag_gives_up_when_the_tag_is_not_first() -> None:
     assert peek_tag(msgpack.packb({"seq": 1, "t": "pong"})) is None
     assert peek_tag(b"") is None
+
+
+def test_the_generators_move_frames_are_the_codecs_bytes() -> None:
+    for seq, action, position in [
+        (1, m.MoveAction.PLAY, 0), (127, m.MoveAction.PLAY, 27), (128, m.MoveAction.DRAW, None),
+        (70_000, m.MoveAction.UNDO, None), (m.MAX_SEQ, m.MoveAction.PLAY, 255),
+    ]:
+        expected = codec.encode_msgpack(m.MoveRequest(seq, action, position))
+        assert move_frame(seq, action, position) == expected

@@ -1,0 +1,75 @@
+"""The move fast path: a racing player's plain msgpack ``move``, from frame to answer.
+
+Moves are nearly every frame a server reads, and the general path (full
+decode into a message, the life-cycle table, the room's output list, the
+schema-walking encoder) costs several times the move itself.  Here a frame
+that :func:`protocol.codec.parse_move` accepts, from a player seated in a
+racing room, goes straight to :meth:`Room.answer_move`, and the answer's
+wire map is packed as it is.  Every check still happens: the engine checks
+the move, the sequence number is checked, and a frame in any other shape,
+or from anyone else, goes the general way, so replies and error codes are
+those of the general path (``tests/test_server_fastpath.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.game import Reason
+from protocol.messages import MoveRequest, Phase
+from server.connection import Connection
+from server.metrics import Metrics
+
+if TYPE_CHECKING:
+    from server.hub import Hub
+
+_TAG = MoveRequest.TAG
+
+
+def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
+    """Answer ``frame`` if it is a plain move from a racing player; False to take the general path.
+
+    The caller has spent the frame's rate-limit credit and checked the
+    connection speaks msgpack.
+    """
+    session = conn.session
+    if session is None or session.room is None or hub.closing:
+        return False
+    handle = hub.rooms.get(session.room)
+    if handle is None:
+        return False
+    room = handle.room
+    pid = session.identity.player_id
+    if room.phase is not Phase.RACING or pid not in room.seats:
+        return False
+    move = codec.parse_move(frame)
+    if move is None:
+        return False
+    seq, action, position = move
+    metrics = hub.metrics
+    hot = metrics.hot
+    hub.move_count += 1
+    timed = hub.move_count % Metrics.MOVE_SAMPLE == 0
+    started = time.perf_counter() if timed else 0.0
+    try:
+        wire, outputs = room.answer_move(pid, seq, action, position, now_ms)
+    except ProtocolError as exc:
+        hub.error(conn, exc.code, exc.message, ref=_TAG, seq=exc.seq or seq)
+        return True
+    conn.send(codec.pack_wire(wire))
+    hot.frames_sent += 1
+    reason = wire["reason"]
+    if reason is None:
+        hot.moves += 1
+    else:
+        assert isinstance(reason, Reason)
+        name = reason.name.lower()
+        hot.rejected[name] = hot.rejected.get(name, 0) + 1
+    if outputs:
+        hub.run(handle, outputs)
+    if timed:
+        metrics.move_seconds.observe(time.perf_counter() - started)
+    return True

@@ -1,0 +1,262 @@
+"""The move fast path gives exactly what the general path gives: same decisions, same bytes.
+
+``protocol.codec.parse_move`` must accept only frames the full decoder turns
+into the same move; ``Race.answer`` must build the very map the codec writes
+for the ``MoveResult`` the race returns; the server must answer odd move
+frames with the general path's error codes; and frames written straight to
+the socket (``server.connection``) must reach a real client intact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import cast
+
+import aiohttp
+import msgpack
+import pytest
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol import codec
+from protocol import messages as m
+from protocol.dealer import deal_for_seed
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.game import Rules
+from server.connection import Connection, Transport, frame_header
+from server.race import Race
+from server.ratelimit import CreditBucket
+from tests.serverutil import open_room, running_server
+
+DEALT = deal_for_seed("42", Rules())
+DEALT_NO_WRAP = deal_for_seed("7", Rules(wrap=False, empty_waste=True))
+
+KEYS = st.sampled_from(["t", "seq", "action", "position", "x", "Seq"])
+VALUES = st.one_of(
+    st.sampled_from(["move", "play", "draw", "undo", "ping", "PLAY", ""]),
+    st.integers(min_value=-3, max_value=300),
+    st.sampled_from([0, 1, m.MAX_SEQ, m.MAX_SEQ + 1, 2**40, 2**64 - 1, -(2**63)]),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, width=64),
+    st.binary(max_size=4),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+
+
+def _move_like_map() -> st.SearchStrategy[dict[str, object]]:
+    plain = st.fixed_dictionaries(
+        {"t": st.just("move"), "seq": st.integers(1, 2**31 - 1),
+         "action": st.sampled_from(["play", "draw", "undo"])},
+        optional={"position": st.one_of(st.none(), st.integers(0, 255))},
+    )
+    return st.one_of(plain, st.dictionaries(KEYS, VALUES, max_size=6), plain.flatmap(_spoil))
+
+
+def _spoil(base: dict[str, object]) -> st.SearchStrategy[dict[str, object]]:
+    return st.tuples(KEYS, VALUES).map(lambda kv: {**base, kv[0]: kv[1]})
+
+
+def _decoded(frame: bytes) -> tuple[int, m.MoveAction, int | None] | ErrorCode | str:
+    try:
+        message = codec.decode(frame, codec.Encoding.MSGPACK)
+    except ProtocolError as exc:
+        return exc.code
+    if not isinstance(message, m.MoveRequest):
+        return message.TAG
+    return message.seq, message.action, message.position
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(_move_like_map())
+def test_parse_move_accepts_only_what_the_full_decoder_reads_as_the_same_move(
+    wire: dict[str, object],
+) -> None:
+    frame = msgpack.packb(wire)
+    fast = codec.parse_move(frame)
+    if fast is not None:
+        assert _decoded(frame) == fast
+    elif isinstance(_decoded(frame), tuple):
+        # The fast path may decline a valid move only when its frame is unusually shaped.
+        assert len(frame) > 64 or frame[0] & 0xF0 != 0x80
+
+
+@given(st.binary(max_size=80))
+def test_parse_move_declines_or_agrees_on_arbitrary_bytes(frame: bytes) -> None:
+    fast = codec.parse_move(frame)
+    assert fast is None or _decoded(frame) == fast
+
+
+def test_parse_move_declines_duplicate_keys_timestamps_and_non_string_keys() -> None:
+    dup = b"\x84\xa1t\xa4move\xa3seq\x01\xa6action\xa4draw\xa3seq\x02"
+    assert codec.parse_move(dup) is None and _decoded(dup) is ErrorCode.DUPLICATE_KEY
+    stamp = msgpack.packb({"t": "move", "seq": msgpack.Timestamp(1), "action": "draw"})
+    assert codec.parse_move(stamp) is None and _decoded(stamp) is ErrorCode.EXTENSION_TYPE
+    bkey = msgpack.packb({"t": "move", "seq": 1, "action": "draw", b"position": None})
+    assert codec.parse_move(bkey) is None
+    assert codec.parse_move(b"") is None and codec.parse_move(b"\x80") is None
+
+
+def test_parse_move_takes_every_plain_move_the_clients_send() -> None:
+    for request in (
+        m.MoveRequest(1, m.MoveAction.PLAY, 0), m.MoveRequest(m.MAX_SEQ, m.MoveAction.PLAY, 255),
+        m.MoveRequest(2, m.MoveAction.DRAW), m.MoveRequest(3, m.MoveAction.UNDO),
+    ):
+        frame = codec.encode_msgpack(request)
+        assert codec.parse_move(frame) == (request.seq, request.action, request.position)
+    bare = msgpack.packb({"t": "move", "seq": 9, "action": "draw"})
+    assert codec.parse_move(bare) == (9, m.MoveAction.DRAW, None)
+
+
+def _race(allow_undo: bool, penalty_ms: int, wrap: bool) -> Race:
+    dealt = DEALT if wrap else DEALT_NO_WRAP
+    players = [("a", "ann", False), ("b", "bob", True)]
+    return Race(
+        dealt.deal, players, start_ms=1000, allow_undo=allow_undo,
+        undo_penalty_ms=penalty_ms, time_limit_ms=600_000,
+    )
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(list(m.MoveAction)),
+        st.one_of(st.none(), st.integers(0, 30), st.sampled_from([27, 255])),
+        st.sampled_from([1, 1, 1, 1, 0, -1, -5, 2]),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(STEPS, st.booleans(), st.sampled_from([0, 5000]), st.booleans())
+def test_fast_answers_are_the_codecs_bytes_for_every_kind_of_move_result(
+    steps: list[tuple[m.MoveAction, int | None, int]], allow_undo: bool, penalty: int, wrap: bool
+) -> None:
+    """Two races fed the same moves: one answers through ``move`` (a MoveResult, then the
+    codec), the other through ``answer`` (the wire map, packed as it is)."""
+    general, fast = _race(allow_undo, penalty, wrap), _race(allow_undo, penalty, wrap)
+    last = 0
+    for now, (action, position, step) in enumerate(steps, start=1000):
+        seq = max(1, last + step)
+        try:
+            result, fresh = general.move("a", seq, action, position, now * 7)
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                fast.answer("a", seq, action, position, now * 7)
+            continue
+        wire, fresh_too = fast.answer("a", seq, action, position, now * 7)
+        last = max(last, seq)
+        assert fresh == fresh_too
+        assert codec.pack_wire(wire) == codec.encode_msgpack(result)
+        assert wire == codec.to_wire(result)
+        assert json.dumps(wire, separators=(",", ":")) == codec.encode_json(result)
+    assert fast.results() == general.results()
+
+
+def test_a_resent_move_is_answered_by_the_same_message_and_the_same_map() -> None:
+    race = _race(True, 0, True)
+    wire, fresh = race.answer("a", 1, m.MoveAction.DRAW, None, 1005)
+    first, fresh_again = race.move("a", 1, m.MoveAction.DRAW, None, 1009)
+    again, _ = race.move("a", 1, m.MoveAction.DRAW, None, 1010)
+    assert fresh and not fresh_again and again is first
+    assert race.answer("a", 1, m.MoveAction.DRAW, None, 1011) == (wire, False)
+
+
+def _odd_move_frames() -> list[bytes]:
+    return [
+        b"\x84\xa1t\xa4move\xa3seq\x05\xa6action\xa4draw\xa3seq\x06",  # duplicate key
+        msgpack.packb({"t": "move", "seq": 5, "action": "draw", "extra": 1}),
+        msgpack.packb({"t": "move", "seq": True, "action": "draw"}),
+        msgpack.packb({"t": "move", "seq": 5, "action": "draw", "position": 3}),
+        msgpack.packb({"t": "move", "seq": 5, "action": "play"}),
+        msgpack.packb({"t": "move", "seq": 5, "action": "play", "position": 256}),
+        msgpack.packb({"t": "move", "seq": 5, "action": "jump"}),
+        msgpack.packb({"t": "move", "seq": 0, "action": "draw"}),
+        msgpack.packb({"t": "move", "seq": 5.0, "action": "draw"}),
+        msgpack.packb({"t": "move", "seq": msgpack.Timestamp(3), "action": "draw"}),
+    ]
+
+
+async def test_odd_move_frames_get_the_general_paths_error_codes_from_a_racing_server(
+    tmp_path: Path,
+) -> None:
+    async with running_server(tmp_path, bad_frame_limit=100) as server:
+        (ann, bob), _ = await open_room(server.ws_url, ["ann", "bob"])
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        first = await ann.request(m.MoveRequest(1, m.MoveAction.DRAW), m.MoveResult)
+        assert first.accepted and first.seq == 1
+        for frame in _odd_move_frames():
+            expected = _decoded(frame)
+            assert isinstance(expected, ErrorCode), frame
+            await ann.send_raw(frame)
+            error = await ann.expect(m.Error)
+            assert error.code == expected, (frame, error)
+        skipped = await ann.request(m.MoveRequest(7, m.MoveAction.DRAW), m.Error)
+        assert skipped.code == ErrorCode.SEQ_OUT_OF_ORDER and skipped.seq == 7
+        resent = await ann.request(m.MoveRequest(1, m.MoveAction.DRAW), m.MoveResult)
+        assert resent == first
+        await bob.close()
+
+
+async def test_a_json_player_and_a_msgpack_player_get_the_same_answers(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        (host,), _ = await open_room(server.ws_url, ["host"], practice_seed="42")
+        (jay,), _ = await open_room(
+            server.ws_url, ["jay"], encoding="json", practice_seed="42"
+        )
+        answers: dict[str, list[m.MoveResult]] = {}
+        for client in (host, jay):
+            await client.send(m.Start())
+            await client.expect(m.RaceStart)
+            moves = [m.MoveRequest(1, m.MoveAction.DRAW), m.MoveRequest(2, m.MoveAction.UNDO),
+                     m.MoveRequest(3, m.MoveAction.PLAY, 40), m.MoveRequest(4, m.MoveAction.DRAW)]
+            answers[client.encoding] = [await client.request(mv, m.MoveResult) for mv in moves]
+        strip = [[r.seq, r.action, r.accepted, r.reason, r.card, r.waste_top]
+                 for r in answers["msgpack"]]
+        assert strip == [[r.seq, r.action, r.accepted, r.reason, r.card, r.waste_top]
+                         for r in answers["json"]]
+
+
+SIZES = (0, 1, 125, 126, 127, 65535, 65536, 70_000)
+
+
+async def test_frames_written_straight_to_the_socket_reach_a_real_client_intact() -> None:
+    """Every length encoding of RFC 6455 (7-bit, 16-bit, 64-bit), binary and text."""
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(compress=False)
+        await ws.prepare(request)
+        conn = Connection(ws, codec.Encoding.MSGPACK, "x", CreditBucket.full(1, 1, 0), 1)
+        conn.transport = cast(Transport, request.transport)
+        for size in SIZES:
+            conn.send(bytes([size % 251]) * size)
+            conn.send("é" * (size // 2))
+        await conn.flush()
+        await ws.receive()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/ws", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"ws://127.0.0.1:{port}/ws", max_msg_size=2**20)
+            for size in SIZES:
+                assert await ws.receive_bytes() == bytes([size % 251]) * size
+                assert await ws.receive_str() == "é" * (size // 2)
+            await ws.close()
+    finally:
+        await runner.cleanup()
+
+
+def test_frame_headers_use_the_shortest_length_encoding() -> None:
+    assert frame_header(0x2, 125) == b"\x82\x7d"
+    assert frame_header(0x1, 126) == b"\x81\x7e\x00\x7e"
+    assert frame_header(0x2, 65536) == b"\x82\x7f" + (65536).to_bytes(8, "big")
