@@ -24,6 +24,9 @@ the other line first draws, and catch up with the same draw count.  So each
 ``(M, t)`` is expanded once, in the first layer that reaches it.  When the
 probes run out of budget this search decides the deal; for par it runs
 after them, limited to the draws of the probes' line (par is no larger).
+When par is not wanted, each layer also starts short depth-first probes
+from its most advanced masks, which find the wins of most hard deals many
+layers before the breadth-first order would reach them.
 
 Both prune states that provably cannot be won, from one observation: a peak
 card of rank ``q`` can only be played right after a card of a rank adjacent
@@ -53,6 +56,10 @@ FULL: Final = (1 << PEAK_CARDS) - 1
 #: States each depth-first probe may expand before the next one (or the
 #: layered search) takes over.
 PROBE_BUDGET: Final = 500
+#: Masks probed depth-first at the start of each layer of a search without
+#: par, and the states each of those probes may expand (see :func:`_layered`).
+LAYER_PROBES: Final = 2
+LAYER_PROBE_BUDGET: Final = 100
 
 
 def _order(row_first: bool, key: str) -> tuple[int, ...]:
@@ -80,6 +87,9 @@ _PROBE_ORDERS: Final = (
     tuple(sorted(range(PEAK_CARDS), key=lambda p: (-len(COVERS[p]), -p))),
 )
 _NEVER: Final = 1 << 30
+#: The states one layer of the layered search kept: (top rank, masks) pieces,
+#: in the order they were found.
+_Layer = list[tuple[int, set[int]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +158,8 @@ def _solve(board: _Board, want_par: bool) -> SolveResult:
     if board.start_mask == FULL:
         return SolveResult(True, (), 0 if want_par else None, 0)
     limit = len(board.stock_ranks)
-    line, nodes, complete = _probe(board, limit)
+    failed: dict[int, int] = {}
+    line, nodes, complete = _probe(board, limit, failed)
     if complete:
         return SolveResult(False, None, None, nodes)
     if line is not None:
@@ -157,7 +168,8 @@ def _solve(board: _Board, want_par: bool) -> SolveResult:
         # Par is at most this line's draws: searching only that far makes
         # the counting rule prune harder, and the answer is the same.
         limit = board.start_drawn + sum(1 for move in line if move == DRAW)
-    last_draw, best, states = _layered(board, limit)
+    # Without par any win will do, so the layers may be probed for one.
+    last_draw, best, states = _layered(board, limit, None if want_par else failed)
     nodes += states
     if best is None or last_draw is None:
         return SolveResult(False, None, None, nodes)
@@ -180,33 +192,36 @@ def wins_within(deal: Deal, max_draws: int) -> tuple[Move, ...] | None:
     """A win using at most ``max_draws`` draws, or ``None`` when there is none."""
     board = _Board(deal)
     limit = max(0, min(max_draws, len(board.stock_ranks)))
-    line, _, complete = _probe(board, limit)
+    failed: dict[int, int] = {}
+    line, _, complete = _probe(board, limit, failed)
     if line is None and not complete:
-        _, line, _ = _layered(board, limit)
+        _, line, _ = _layered(board, limit, failed)
     return None if line is None else tuple(line)
 
 
-def _sources(board: _Board, limit: int) -> tuple[list[int], list[int]]:
+def _sources(board: _Board, limit: int, mask: int, drawn: int) -> tuple[list[int], list[int]]:
     """Per rank: cards that may still reach the waste, and peak cards left."""
     avail = [0] * RANK_COUNT
     left = [0] * RANK_COUNT
     for p, r in enumerate(board.peak_ranks):
-        if not board.start_mask >> p & 1:
+        if not mask >> p & 1:
             avail[r] += 1
             left[r] += 1
-    for r in board.stock_ranks[board.start_drawn : limit]:
+    for r in board.stock_ranks[drawn:limit]:
         avail[r] += 1
     return avail, left
 
 
-def _probe(board: _Board, limit: int) -> tuple[list[Move] | None, int, bool]:
+def _probe(
+    board: _Board, limit: int, failed: dict[int, int]
+) -> tuple[list[Move] | None, int, bool]:
     """Short depth-first searches in each probe order: ``(line, states, complete)``.
 
     ``complete`` is true when a search ran to its end without a win, which
     proves that no win draws at most ``limit`` cards.  States proved lost are
-    shared between the probes: that knowledge does not depend on the order.
+    shared between the probes through ``failed``: that knowledge does not
+    depend on the order (nor on where a search started).
     """
-    failed: dict[int, int] = {}
     nodes = 0
     for index, order in enumerate(_PROBE_ORDERS):
         fitting = board.fitting if index == 0 else board.fitting_in(order)
@@ -223,8 +238,12 @@ def _depth_first(
     budget: int,
     fitting: tuple[tuple[int, ...], ...],
     failed: dict[int, int],
+    start: tuple[int, int, int] | None = None,
 ) -> tuple[list[Move] | None, int]:
     """Look for a win drawing at most ``limit`` cards, expanding at most ``budget`` states.
+
+    The search starts from the board's start state, or from ``start``
+    (played mask, cards drawn, top rank) when given.
 
     Returns a winning line or ``None``, and the number of states expanded; a
     ``None`` with fewer than ``budget`` states expanded proves there is no win.
@@ -236,8 +255,11 @@ def _depth_first(
     stock_ranks = board.stock_ranks
     cover_masks = board.cover_masks
     adjacent = board.adjacent
-    avail, left = _sources(board, limit)
-    start_forced = _forced_at_start(board, avail, left)
+    mask, drawn, top = (
+        (board.start_mask, board.start_drawn, board.start_top) if start is None else start
+    )
+    avail, left = _sources(board, limit, mask, drawn)
+    start_forced = _forced_at_start(board, avail, left, top)
     if start_forced == -2:
         return None, 0
     line: list[Move] = []
@@ -291,29 +313,41 @@ def _depth_first(
             failed[key] = drawn
         return False
 
-    won = dfs(board.start_mask, board.start_drawn, board.start_top, start_forced)
+    won = dfs(mask, drawn, top, start_forced)
     line.reverse()
     return (line if won else None), count[0]
 
 
-def _forced_at_start(board: _Board, avail: list[int], left: list[int]) -> int:
+def _forced_at_start(board: _Board, avail: list[int], left: list[int], top: int) -> int:
     """The dead rank rule on the starting state: -2 if lost, a forced rank, or -1."""
     forced = -1
     for q in range(RANK_COUNT):
         if left[q] and not any(avail[a] for a in board.adjacent[q]):
-            takes = board.start_top == EMPTY or board.start_top in board.adjacent[q]
+            takes = top == EMPTY or top in board.adjacent[q]
             if not takes or left[q] > 1 or forced >= 0:
                 return -2
             forced = q
     return forced
 
 
-def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, int]:
-    """Breadth-first over draws: ``(cards drawn at the win, a fewest-draws line, states)``.
+def _layered(
+    board: _Board, limit: int, probe_memo: dict[int, int] | None = None
+) -> tuple[int | None, list[Move] | None, int]:
+    """Breadth-first over draws: ``(cards drawn at the win, a line, states)``.
 
     The first two are ``None`` when no win draws at most ``limit`` cards.
     Sets of masks are expanded a whole set at a time (one comprehension per
     fitting position), which is much cheaper per state than recursion.
+
+    Without ``probe_memo`` the line is a fewest-draws one.  With it (the
+    depth-first probes' memo of lost states), any win will do: the
+    :data:`LAYER_PROBES` masks with the most cards played at the start of
+    each layer are probed depth-first (:data:`LAYER_PROBE_BUDGET` states
+    each) before the layer is expanded.  Winning lines of hard deals are
+    rarely greedy early on, but from some layer on they usually run through
+    the most advanced masks, so a probe there finds the win many layers
+    before the breadth-first search would (measured).  Probes only ever
+    find wins, so the verdict is still the layered search's.
     """
     stock_ranks = board.stock_ranks
     fit = tuple(
@@ -324,7 +358,7 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
         for top in range(RANK_COUNT + 1)
     )
     seen: list[set[int]] = [set() for _ in range(RANK_COUNT + 1)]
-    layers: list[dict[int, set[int]]] = []  # per layer: top rank -> masks kept there
+    layers: list[_Layer] = []  # per layer: (top rank, masks) kept there
     fresh: list[set[int]] = []  # per layer: masks never met in an earlier layer
     met: set[int] = set()
     next_start = [0] * RANK_COUNT  # first layer whose fresh masks have not drawn to rank r
@@ -333,12 +367,22 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
     counts = _CountCheck(board, limit)
     top = board.start_top
     start = {board.start_mask}
+    by_played: list[set[int]] = [set() for _ in range(PEAK_CARDS + 1)]  # masks met, by cards played
     states = 0
     for drawn in range(board.start_drawn, limit + 1):
         start = counts.keep(start - seen[top], drawn, top)
         seen[top] |= start
-        found: dict[int, set[int]] = {top: set(start)}
+        found: _Layer = [(top, start)]
         layers.append(found)
+        if probe_memo is not None:
+            for mask in _most_played(by_played, start):
+                line, count = _depth_first(
+                    board, limit, LAYER_PROBE_BUDGET, board.fitting, probe_memo, (mask, drawn, top)
+                )
+                states += count
+                if line is not None:
+                    won_at = drawn + line.count(DRAW)
+                    return won_at, _line_back(board, layers, (mask, top, drawn)) + line, states
         front = {top: start}
         states += len(start)
         while front:
@@ -358,17 +402,17 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
                     continue
                 seen[r] |= masks
                 states += len(masks)
-                if r in found:
-                    found[r] |= masks
-                else:
-                    found[r] = masks
+                found.append((r, masks))
                 if FULL in masks:
                     return drawn, _line_back(board, layers, (FULL, r, drawn)), states
                 front[r] = masks
-        new_masks = set().union(*found.values())
+        new_masks = set().union(*(masks for _, masks in found))
         new_masks -= met
         met |= new_masks
         fresh.append(new_masks)
+        if probe_memo is not None:
+            for mask in new_masks:
+                by_played[mask.bit_count()].add(mask)
         if drawn < limit:
             # Masks that already drew to this rank in an earlier layer were
             # expanded with it then; only masks met since need a start state.
@@ -376,6 +420,17 @@ def _layered(board: _Board, limit: int) -> tuple[int | None, list[Move] | None, 
             start = set().union(*fresh[next_start[top] :])
             next_start[top] = len(fresh)
     return None, None, states
+
+
+def _most_played(by_played: list[set[int]], masks: set[int]) -> list[int]:
+    """Up to :data:`LAYER_PROBES` of ``masks`` with the most cards played."""
+    picked: list[int] = []
+    for bucket in reversed(by_played):
+        if bucket:
+            picked.extend(bucket & masks)
+            if len(picked) >= LAYER_PROBES:
+                return picked[:LAYER_PROBES]
+    return picked
 
 
 class _CountCheck:
@@ -474,9 +529,7 @@ def _sums(weights: list[int]) -> list[int]:
     return table
 
 
-def _line_back(
-    board: _Board, layers: list[dict[int, set[int]]], state: tuple[int, int, int]
-) -> list[Move]:
+def _line_back(board: _Board, layers: list[_Layer], state: tuple[int, int, int]) -> list[Move]:
     """Walk back from a state the layered search reached to the start.
 
     Every state kept in ``layers`` was reached from another kept state (or
@@ -500,18 +553,18 @@ def _line_back(
 
 
 def _earlier_layer(
-    layers: list[dict[int, set[int]]], mask: int, drawn: int, base: int
+    layers: list[_Layer], mask: int, drawn: int, base: int
 ) -> tuple[int, int] | None:
     """The latest layer before ``drawn`` holding ``mask``, and a top it had there."""
     for layer in range(drawn - 1, base - 1, -1):
-        for top, masks in layers[layer - base].items():
+        for top, masks in layers[layer - base]:
             if mask in masks:
                 return layer, top
     return None
 
 
 def _play_before(
-    board: _Board, layer: dict[int, set[int]], mask: int, top: int, drawn: int
+    board: _Board, layer: _Layer, mask: int, top: int, drawn: int
 ) -> tuple[int, int]:
     """A position just played to reach ``(mask, top)`` and the top before it."""
     for p in range(PEAK_CARDS):
@@ -524,7 +577,7 @@ def _play_before(
         if at_start and top in board.adjacent[board.start_top]:
             return p, board.start_top
         for previous in board.adjacent[top]:
-            if before in layer.get(previous, ()):
+            if any(t == previous and before in masks for t, masks in layer):
                 return p, previous
     raise AssertionError("the layered search kept a state with no predecessor")
 

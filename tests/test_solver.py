@@ -234,6 +234,35 @@ def test_the_budget_of_the_depth_first_probe_never_changes_the_verdict() -> None
     assert solve(deal).winnable
 
 
+# Candidate 0 of these seeds beats all seven first probes.  With wrap on,
+# bench-dealer-150's win is found by a layer probe at draw 2 (par is 18),
+# and bench-dealer-262 cannot be won at all.
+HARD_WINNABLE = ("bench-dealer-150", "bench-dealer-219")
+HARD_LOST = "bench-dealer-262"
+
+
+@pytest.mark.parametrize("seed", HARD_WINNABLE)
+def test_a_layer_probe_win_replays_and_agrees_with_the_breadth_first_verdict(seed: str) -> None:
+    deal = candidate_deal(seed, 0, Rules())
+    board = _Board(deal)
+    limit = len(deal.stock)
+    par_draws, par_line, _ = _layered(board, limit)
+    won_at, line, states = _layered(board, limit, {})
+    assert par_line is not None and line is not None
+    assert replay(deal, line).status is Status.WON
+    assert won_at == line.count(DRAW)
+    assert par_draws is not None and won_at >= par_draws  # any win will do, but never beats par
+    assert states < 20_000  # found long before the breadth-first order gets there
+
+
+def test_layer_probes_never_claim_a_win_in_a_lost_deal() -> None:
+    deal = candidate_deal(HARD_LOST, 0, Rules())
+    board = _Board(deal)
+    assert _layered(board, len(deal.stock), {})[1] is None
+    assert _layered(board, len(deal.stock))[1] is None
+    assert not solve(deal).winnable
+
+
 def test_par_of_an_unwinnable_deal_is_an_error() -> None:
     deal = _deal(next(r for r in _golden() if not r["winnable"]))
     with pytest.raises(ValueError, match="cannot be won"):
