@@ -280,6 +280,10 @@ class Game:
         # Cards still lying on each position: a position is face up at 0.  Kept up to
         # date by play and undo, so views and status need no walk over the layout.
         self._covering = [len(on_top) for on_top in COVERED_BY]
+        # The board as the player sees it (see PlayerView), also kept up to date.
+        self._board: list[str | None] = [
+            HIDDEN if self._covering[p] else ALL_CODES[deal.peaks[p]] for p in range(PEAK_CARDS)
+        ]
         self._cleared = 0
         self._drawn = 0
         self._waste: list[Card] = [] if deal.waste is None else [deal.waste]
@@ -420,12 +424,14 @@ class Game:
         self._history.append(position)
         self._counts.moves += 1
         self._status = None
-        covering = self._covering
+        covering, board = self._covering, self._board
+        board[position] = None
         turned: list[int] = []
         for q in COVERS[position]:
             covering[q] -= 1
             if not covering[q]:
                 turned.append(q)
+                board[q] = ALL_CODES[self.deal.peaks[q]]
         return tuple(turned)
 
     def draw(self) -> Card:
@@ -468,9 +474,11 @@ class Game:
         else:
             self._removed[move] = False
             self._cleared -= 1
-            covering = self._covering
+            covering, board = self._covering, self._board
+            board[move] = ALL_CODES[self.deal.peaks[move]]
             for q in COVERS[move]:
                 covering[q] += 1
+                board[q] = HIDDEN
         self._counts.undos += 1
         self._status = None
         return move
@@ -478,11 +486,7 @@ class Game:
     # ---- views ---------------------------------------------------------
     def view(self) -> PlayerView:
         """Exactly what the player may know; see :class:`PlayerView`."""
-        removed, covering, peaks = self._removed, self._covering, self.deal.peaks
-        board = tuple(
-            None if removed[p] else HIDDEN if covering[p] else ALL_CODES[peaks[p]]
-            for p in range(PEAK_CARDS)
-        )
+        board = tuple(self._board)
         top = self.waste_top
         return PlayerView(
             board=board,

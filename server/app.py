@@ -221,7 +221,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         protocols=(chosen,) if chosen else (),
         compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
         max_msg_size=settings.max_frame_bytes,
-        heartbeat=settings.heartbeat_s or None,
+        autoping=False,  # the hub's heartbeat (server.heartbeat) pings; pongs reach the loop
     )
     await ws.prepare(request)
     # The transport is uvloop's (or asyncio's) socket transport; see Connection.send.
@@ -268,6 +268,12 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
                 await conn.write_pending()
             if close_code is not None:
                 await conn.close(close_code)
+        elif msg.type is WSMsgType.PING:
+            conn.last_seen_ms = hub.now_ms()
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await ws.pong(msg.data)
+        elif msg.type is WSMsgType.PONG:
+            conn.last_seen_ms = hub.now_ms()
         elif msg.type == WSMsgType.ERROR:
             logs.event("socket_error", conn=conn.conn_id, error=str(ws.exception()))
             return
@@ -284,7 +290,7 @@ def _on_frame(
     hub: Hub, conn: Connection, frame: bytes | str, settings: Settings
 ) -> CloseCode | None:
     """Handle one data frame; returns the close code when the connection must go."""
-    now = hub.now_ms()
+    now = conn.last_seen_ms = hub.now_ms()
     limited = not conn.bucket.spend(now)
     try:
         if (

@@ -30,7 +30,8 @@ from protocol.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
 from protocol.game import Rules
 from server import ids, logs
 from server.config import Settings
-from server.connection import Connection, Frame, Transport
+from server.connection import BATCH, Connection, Frame, Transport
+from server.heartbeat import keep_alive
 from server.metrics import Metrics
 from server.ratelimit import CreditBucket
 from server.records import RaceRecord
@@ -114,8 +115,10 @@ class Hub:
         self._loop = loop
 
     def start(self) -> None:
-        """Warm up: fill the deal queue for the default rules before anyone asks."""
+        """Warm up: fill the deal queue for the default rules; start the heartbeat."""
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
+        if self.settings.heartbeat_s > 0:
+            self.spawn(keep_alive(lambda: self.connections, self.now_ms, self.settings.heartbeat_s))
 
     # ---- clock and bookkeeping ------------------------------------------------
     def now_ms(self) -> int:
@@ -246,10 +249,11 @@ class Hub:
             return
         now = self.now_ms()
         try:
-            if name == _FEED_TIMER:
-                self._release_feed(handle, now)
-            else:
-                self.run(handle, handle.room.on_timer(name, now))
+            with BATCH:
+                if name == _FEED_TIMER:
+                    self._release_feed(handle, now)
+                else:
+                    self.run(handle, handle.room.on_timer(name, now))
         except Exception:
             logs.failure("timer_failed", room=handle.room.code, timer=name)
 
@@ -356,6 +360,7 @@ class Hub:
         )
         conn = Connection(ws, encoding, address, bucket, next(self._conn_ids))
         conn.transport = transport
+        conn.last_seen_ms = self.now_ms()
         self.connections.add(conn)
         self.metrics.connections_opened.inc()
         return conn

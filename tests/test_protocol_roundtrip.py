@@ -141,6 +141,16 @@ def test_both_encodings_carry_the_same_map(message: Any) -> None:
     assert msgpack.unpackb(packed, raw=False) == json.loads(text)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message_strategy((m.Progress, m.SpectatorBoard)))
+def test_the_hand_written_maps_of_hot_frames_are_the_schemas_maps(message: Any) -> None:
+    by_schema = {"t": message.TAG, **codec.node_for(type(message)).encode(message)}
+    fast = codec.to_wire(message)
+    assert fast == by_schema
+    assert msgpack.packb(fast) == msgpack.packb(by_schema)
+    assert json.dumps(fast) == json.dumps(by_schema)
+
+
 @ROUNDTRIP
 @given(message_strategy())
 def test_encoding_puts_the_type_tag_first(message: Any) -> None:

@@ -202,6 +202,23 @@ async def test_a_dead_socket_that_stops_answering_pings_is_dropped(tmp_path: Pat
         await ws.close()
 
 
+async def test_a_quiet_client_that_answers_pings_stays_connected(tmp_path: Path) -> None:
+    async with running_server(tmp_path, heartbeat_s=0.2) as server:
+        ann = await connect(server.ws_url, "ann")
+        await asyncio.sleep(1.0)  # five heartbeats of silence; the client answers the pings
+        pong = await ann.request(m.Ping(5), m.Pong)
+        assert pong.client_time_ms == 5 and len(server.hub.connections) == 1
+        await ann.close()
+
+
+async def test_the_server_answers_a_clients_ping_with_a_pong(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        ann = await connect(server.ws_url, "ann")
+        answered = await ann.ws.ping(b"are you there")
+        await asyncio.wait_for(answered, 5)
+        await ann.close()
+
+
 async def test_an_offer_without_a_known_subprotocol_is_closed_with_4005(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
         ws = await websockets.connect(server.ws_url, subprotocols=[Subprotocol("chat")])

@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 
 from protocol import codec
 from protocol import messages as m
+from protocol.cards import card_code
 from protocol.dealer import deal_for_seed
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.game import Rules
+from protocol.game import HIDDEN, Rules
+from protocol.layout import COVERED_BY
 from server.connection import Connection, Transport, frame_header
 from server.race import Race
 from server.ratelimit import CreditBucket
@@ -153,6 +155,15 @@ def test_fast_answers_are_the_codecs_bytes_for_every_kind_of_move_result(
         assert wire == codec.to_wire(result)
         assert json.dumps(wire, separators=(",", ":")) == codec.encode_json(result)
     assert fast.results() == general.results()
+    game = fast.racers["a"].game
+    removed = [game.is_removed(p) for p in range(28)]
+    expected = tuple(
+        None if removed[p]
+        else HIDDEN if not all(removed[q] for q in COVERED_BY[p])
+        else card_code(game.deal.peaks[p])
+        for p in range(28)
+    )
+    assert game.view().board == expected  # the board kept up to date move by move
 
 
 def test_a_resent_move_is_answered_by_the_same_message_and_the_same_map() -> None:
