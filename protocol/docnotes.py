@@ -59,7 +59,7 @@ SUMMARIES: Final[dict[str, str]] = {
     "`position` echoes the request, nothing changed.\n\n"
     "The counters and `status` always describe the game after the answer.",
     "Progress": "Everyone's progress, sent to players and spectators at most `progress_hz` "
-    "times per second per room (server setting, 10 by default). Each frame lists every "
+    "times per second per room (server setting, 4 by default). Each frame lists every "
     "player.",
     "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
     "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "

@@ -50,7 +50,7 @@ class Settings:
     idle_timeout_s: float = field(default=600.0, metadata=_doc("close a silent connection"))
     reconnect_grace_s: float = field(default=60.0, metadata=_doc("seat kept after a drop"))
     empty_room_grace_s: float = field(default=30.0, metadata=_doc("empty room lifetime"))
-    progress_hz: float = field(default=10.0, metadata=_doc("max progress frames/s per room"))
+    progress_hz: float = field(default=4.0, metadata=_doc("max progress frames/s per room"))
     max_frame_bytes: int = field(default=65536, metadata=_doc("hard frame cap: close 1009"))
     bad_frame_limit: int = field(default=10, metadata=_doc("bad frames before close 1008"))
     player_rate: float = field(default=30.0, metadata=_doc("player credits refilled per s"))

@@ -93,7 +93,7 @@ class RoomTimings:
 
     reconnect_grace_ms: int = 60_000
     empty_grace_ms: int = 30_000
-    progress_interval_ms: int = 100
+    progress_interval_ms: int = 250
     max_race_ms: int = 3_600_000
 
 
