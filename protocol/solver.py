@@ -614,7 +614,12 @@ def dfs_baseline(deal: Deal) -> SolveResult:
             return True
         return False
 
-    if dfs(0, 0, deal.waste):
+    won = dfs(0, 0, deal.waste)
+    states = len(visited)
+    # ``dfs`` refers to itself, a reference cycle that would keep millions of
+    # visited states alive until a full garbage collection (seconds, later).
+    visited.clear()
+    if won:
         line.reverse()
-        return SolveResult(True, tuple(line), None, len(visited))
-    return SolveResult(False, None, None, len(visited))
+        return SolveResult(True, tuple(line), None, states)
+    return SolveResult(False, None, None, states)
