@@ -12,7 +12,9 @@ Variants:
   event loop does not want it);
 - ``no_metrics``: the per-frame and per-move Prometheus updates become no-ops;
 - ``gc_tuned``: ``gc.set_threshold(50_000, 50, 1000)``;
-- ``no_gc``: the cyclic garbage collector is off (an upper bound, not a fix).
+- ``no_gc``: the cyclic garbage collector is off (an upper bound, not a fix);
+- ``gc_log``: every collection of generation 1 or 2, and every one over 5 ms, is
+  written to stderr with its duration (kept with ``BENCH_LOAD_KEEP_LOG=1``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import time
 from typing import Any
 
 
@@ -44,7 +47,7 @@ class _NoOp:
 
 def apply(variants: set[str]) -> None:
     """Patch the server modules for ``variants``; unknown names are an error."""
-    known = {"pool_idle", "no_metrics", "gc_tuned", "no_gc"}
+    known = {"pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log"}
     if variants - known:
         raise SystemExit(f"unknown variants {sorted(variants - known)}; known: {sorted(known)}")
     import server.app as app  # imported here: the patches must precede create_app()
@@ -74,6 +77,22 @@ def apply(variants: set[str]) -> None:
         gc.set_threshold(50_000, 50, 1000)
     if "no_gc" in variants:
         gc.disable()
+    if "gc_log" in variants:
+        gc.callbacks.append(_log_collection)
+
+
+_started = [0.0]
+
+
+def _log_collection(phase: str, info: dict[str, int]) -> None:
+    now = time.perf_counter()
+    if phase == "start":
+        _started[0] = now
+        return
+    ms = (now - _started[0]) * 1000
+    if info["generation"] or ms > 5:
+        print(f"gc gen {info['generation']} {ms:.1f} ms collected {info['collected']}",
+              file=sys.stderr, flush=True)
 
 
 def main() -> int:

@@ -4,8 +4,8 @@ Moves are nearly every frame a server reads, and the general path (full
 decode into a message, the life-cycle table, the room's output list, the
 schema-walking encoder) costs several times the move itself.  Here a frame
 that :func:`protocol.codec.parse_move` accepts, from a player seated in a
-racing room, goes straight to :meth:`Room.answer_move`, and the answer's
-wire map is packed as it is.  Every check still happens: the engine checks
+racing room, goes straight to :meth:`Room.answer_move`, whose answer comes
+ready to send.  Every check still happens: the engine checks
 the move, the sequence number is checked, and a frame in any other shape,
 or from anyone else, goes the general way, so replies and error codes are
 those of the general path (``tests/test_server_fastpath.py`` compares them).
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from protocol import codec
 from protocol.errors import ProtocolError
-from protocol.game import Reason
 from protocol.messages import MoveRequest, Phase
 from server.connection import Connection
 from server.metrics import Metrics
@@ -55,17 +54,16 @@ def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
     timed = hub.move_count % Metrics.MOVE_SAMPLE == 0
     started = time.perf_counter() if timed else 0.0
     try:
-        wire, outputs = room.answer_move(pid, seq, action, position, now_ms)
+        answer, outputs = room.answer_move(pid, seq, action, position, now_ms)
     except ProtocolError as exc:
         hub.error(conn, exc.code, exc.message, ref=_TAG, seq=exc.seq or seq)
         return True
-    conn.send(codec.pack_wire(wire))
+    conn.send(answer.frame)
     hot.frames_sent += 1
-    reason = wire["reason"]
+    reason = answer.reason
     if reason is None:
         hot.moves += 1
     else:
-        assert isinstance(reason, Reason)
         name = reason.name.lower()
         hot.rejected[name] = hot.rejected.get(name, 0) + 1
     if outputs:

@@ -5,7 +5,7 @@ server's race clock).  The room (:mod:`server.room`) owns a :class:`Race`
 while it runs and turns its results into wire messages.
 
 Sequence numbers: each player's moves carry ``seq`` 1, 2, 3, ...  A number
-already answered returns the original :class:`MoveResult` and changes
+already answered returns the original answer again and changes
 nothing (a move resent after a reconnect counts once); a number that skips
 ahead raises :class:`SeqOutOfOrder`.  Rejected moves use up their number too,
 so a resend of a rejected move is rejected again with the same reason.
@@ -13,11 +13,15 @@ so a resend of a rejected move is rejected again with the same reason.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
+
+import msgpack
 
 from protocol.cards import ALL_CODES
+from protocol.codec import pack_wire
 from protocol.game import (
     DRAW,
     Deal,
@@ -38,8 +42,57 @@ RESULT_MEMORY: Final = 64
 MAX_REFUSALS_LOGGED: Final = 1000
 
 
-#: A :class:`MoveLogEntry`'s fields: seq, at_ms, action, position, accepted, reason, card.
-LogFields = tuple[int, int, str, int | None, bool, int | None, str | None]
+#: The actions a move log holds (an entry stores the index).
+_LOG_ACTIONS: Final = ("play", "draw", "undo", "resign", "timeout", "leave")
+_LOG_ACTION_INDEX: Final = {name: i for i, name in enumerate(_LOG_ACTIONS)}
+_CARD_INDEX: Final = {code: i for i, code in enumerate(ALL_CODES)}
+
+
+class MoveLog:
+    """A player's move log, seven integers per entry in one flat array.
+
+    Thousands of players append to their logs many times a second; tuples
+    would each be an object for the garbage collector to walk (tens of ms per
+    young-generation collection at 2,000 players), integers in an array are
+    not.  :meth:`entries` turns them into :class:`MoveLogEntry` at the end.
+    """
+
+    __slots__ = ("_ints",)
+
+    def __init__(self) -> None:
+        self._ints = array("q")
+
+    def append(
+        self,
+        seq: int,
+        at_ms: int,
+        action: str,
+        position: int | None,
+        accepted: bool,
+        reason: int | None,
+        card: str | None,
+    ) -> None:
+        """Log one entry (the fields of :class:`MoveLogEntry`)."""
+        self._ints.extend((
+            seq, at_ms, _LOG_ACTION_INDEX[action], -1 if position is None else position,
+            accepted, -1 if reason is None else reason, -1 if card is None else _CARD_INDEX[card],
+        ))
+
+    def entries(self) -> tuple[MoveLogEntry, ...]:
+        """Every entry, oldest first."""
+        ints = self._ints
+        return tuple(
+            MoveLogEntry(
+                ints[i], ints[i + 1], _LOG_ACTIONS[ints[i + 2]],
+                None if ints[i + 3] < 0 else ints[i + 3], bool(ints[i + 4]),
+                None if ints[i + 5] < 0 else ints[i + 5],
+                None if ints[i + 6] < 0 else ALL_CODES[ints[i + 6]],
+            )
+            for i in range(0, len(ints), 7)
+        )
+
+    def __len__(self) -> int:
+        return len(self._ints) // 7
 
 #: ``action.value`` without the enum descriptor's cost on every move.
 _ACTION_NAME: Final = {action: action.value for action in MoveAction}
@@ -69,9 +122,12 @@ class Racer:
     game: Game
     status: PlayerStatus = PlayerStatus.RACING
     last_seq: int = 0
-    results: deque[_Answer] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
-    #: Every move attempt as :class:`MoveLogEntry` fields (built into entries at the end).
-    log: list[LogFields] = field(default_factory=list)
+    #: The frames of the last answers (seqs up to ``last_seq``), for resends; and their
+    #: reason codes (0: accepted).  Bytes and small ints give the collector no work.
+    answers: deque[bytes] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
+    refusals: deque[int] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
+    #: Every move attempt (and how the player stopped), for the stored race.
+    log: MoveLog = field(default_factory=MoveLog)
     refusals_logged: int = 0
     penalty_ms: int = 0
     finish_ms: int | None = None
@@ -143,28 +199,27 @@ class Race:
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
     ) -> tuple[MoveResult, bool]:
         """Apply one move; return its result and whether it is a fresh (not resent) answer."""
-        racer = self.racers[player_id]
-        wire, fresh = self.answer(player_id, seq, action, position, now_ms)
-        # The answer just given (or the resent one) is the newest with this seq.
-        for answer in reversed(racer.results):
-            if answer.wire is wire:
-                if answer.message is None:
-                    answer.message = message_of(wire)
-                return answer.message, fresh
-        return message_of(wire), fresh  # pragma: no cover - every answer is remembered
+        answer = self.answer(player_id, seq, action, position, now_ms)
+        return message_of(msgpack.unpackb(answer.frame)), answer.fresh
 
     def answer(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> tuple[dict[str, object], bool]:
-        """:meth:`move`, with the result as its wire map (``codec.to_wire`` of the
-        :class:`MoveResult`, tag first): what the server sends, built without the message."""
+    ) -> Answer:
+        """:meth:`move` as the server sends it: the ``move_result`` frame, packed (msgpack).
+
+        The frame is what ``codec.encode_msgpack`` makes of the :class:`MoveResult`
+        (``tests/test_server_fastpath.py`` checks it), built without the message.
+        Answers are remembered as these bytes: compact, and no work for the
+        garbage collector.
+        """
         racer = self.racers[player_id]
         last = racer.last_seq
         if seq <= last:
-            for answer in racer.results:
-                if answer.seq == seq:
-                    return answer.wire, False
-            raise SeqOutOfOrder(last + 1, seq)
+            back = last - seq  # answers[-1] is the answer to last_seq
+            if back >= len(racer.answers):
+                raise SeqOutOfOrder(last + 1, seq)
+            reason = racer.refusals[-1 - back]
+            return Answer(racer.answers[-1 - back], Reason(reason) if reason else None, False)
         if seq != last + 1:
             raise SeqOutOfOrder(last + 1, seq)
         racer.last_seq = seq
@@ -175,8 +230,12 @@ class Race:
             wire = self._refusal(racer, seq, action, position, Reason.GAME_OVER, at)
         else:
             wire = self._apply(racer, seq, action, position, at)
-        racer.results.append(_Answer(seq, wire))
-        return wire, True
+        frame = pack_wire(wire)
+        refusal = wire["reason"]
+        assert refusal is None or isinstance(refusal, Reason)
+        racer.answers.append(frame)
+        racer.refusals.append(int(refusal) if refusal else 0)
+        return Answer(frame, refusal, True)
 
     def resign(self, player_id: str, now_ms: int) -> bool:
         """The player gives up; False if they were already done."""
@@ -216,7 +275,7 @@ class Race:
                 draws=racer.game.draws,
                 undos=racer.game.undos,
                 penalty_ms=racer.penalty_ms,
-                log=tuple(MoveLogEntry(*entry) for entry in racer.log),
+                log=racer.log.entries(),
             )
             for rank, racer in enumerate(self.standings(), start=1)
         )
@@ -245,7 +304,7 @@ class Race:
                 position, card, hidden, undone = self._undo(racer)
         except IllegalMoveError as refusal:
             return self._refusal(racer, seq, action, position, refusal.reason, at)
-        racer.log.append((seq, at, _ACTION_NAME[action], position, True, None, card))
+        racer.log.append(seq, at, _ACTION_NAME[action], position, True, None, card)
         if action is not MoveAction.DRAW:
             racer.cleared_at_ms = at
         self._update_status(racer, at)
@@ -295,7 +354,7 @@ class Race:
     ) -> dict[str, object]:
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
-            racer.log.append((seq, at, _ACTION_NAME[action], position, False, int(reason), None))
+            racer.log.append(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
         if position is not None and position > 255:
             position = None
         return _wire(racer, seq, action, False, reason, position, None, [], (), None, at)
@@ -307,19 +366,17 @@ class Race:
         at = self.elapsed(now_ms)
         racer.status = status
         racer.done_ms = at
-        racer.log.append((0, at, action, None, True, None, None))
+        racer.log.append(0, at, action, None, True, None, None)
         return True
 
 
-class _Answer:
-    """One remembered answer: its seq, its wire map and (once asked for) its message."""
+class Answer(NamedTuple):
+    """The answer to one move: its ``move_result`` frame (msgpack), why it was refused
+    (``None``: accepted) and whether it is fresh (not a resend)."""
 
-    __slots__ = ("message", "seq", "wire")
-
-    def __init__(self, seq: int, wire: dict[str, object]) -> None:
-        self.seq = seq
-        self.wire = wire
-        self.message: MoveResult | None = None
+    frame: bytes
+    reason: Reason | None
+    fresh: bool
 
 
 _PLAYING: Final = Status.PLAYING.value
@@ -371,17 +428,19 @@ def _wire(
 
 
 def message_of(wire: dict[str, Any]) -> MoveResult:
-    """The :class:`MoveResult` whose wire map is ``wire`` (as built by :meth:`Race.answer`)."""
+    """The :class:`MoveResult` whose wire map is ``wire`` (built by :meth:`Race.answer`,
+    or unpacked from its frame)."""
+    reason, undone = wire["reason"], wire["undone"]
     return MoveResult(
         seq=wire["seq"],
-        action=wire["action"],
+        action=MoveAction(wire["action"]),
         accepted=wire["accepted"],
-        reason=wire["reason"],
+        reason=None if reason is None else Reason(reason),
         position=wire["position"],
         card=wire["card"],
         uncovered=tuple(Uncovered(u["position"], u["card"]) for u in wire["uncovered"]),
         hidden=tuple(wire["hidden"]),
-        undone=wire["undone"],
+        undone=None if undone is None else MoveAction(undone),
         waste_top=wire["waste_top"],
         stock_left=wire["stock_left"],
         cleared=wire["cleared"],

@@ -60,7 +60,7 @@ from server.outputs import (
     ToPlayers,
     ToSpectators,
 )
-from server.race import Race, Racer, SeqOutOfOrder
+from server.race import Answer, Race, Racer, SeqOutOfOrder
 from server.results import race_outcome
 
 PROGRESS_TIMER: Final = "progress"
@@ -432,19 +432,19 @@ class Room:
 
     def answer_move(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> tuple[dict[str, object], list[Output]]:
-        """:meth:`move` for the server's hot path: the answer as its wire map
+    ) -> tuple[Answer, list[Output]]:
+        """:meth:`move` for the server's hot path: the answer as its frame
         (:meth:`Race.answer`), and the outputs that follow the answer."""
         race = self._race_of(player_id)
         racer = race.racers[player_id]
         before = racer.status
         try:
-            wire, fresh = race.answer(player_id, seq, action, position, now_ms)
+            answer = race.answer(player_id, seq, action, position, now_ms)
         except SeqOutOfOrder as exc:
             raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=seq) from None
-        if fresh and wire["accepted"]:
-            return wire, self._moved(racer, before, now_ms)
-        return wire, []
+        if answer.fresh and answer.reason is None:
+            return answer, self._moved(racer, before, now_ms)
+        return answer, []
 
     def _race_of(self, player_id: str) -> Race:
         race = self.race

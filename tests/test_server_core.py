@@ -174,7 +174,7 @@ def test_the_race_answers_a_resent_seq_from_memory_without_replaying_it() -> Non
     )
     first, fresh = race.move("a", 1, m.MoveAction.DRAW, None, 5)
     again, fresh_again = race.move("a", 1, m.MoveAction.DRAW, None, 9)
-    assert fresh and not fresh_again and again is first
+    assert fresh and not fresh_again and again == first
     assert race.racers["a"].game.draws == 1
 
 

@@ -28,7 +28,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.game import HIDDEN, Rules
 from protocol.layout import COVERED_BY
 from server.connection import Connection, Transport, frame_header
-from server.race import Race
+from server.race import Race, message_of
 from server.ratelimit import CreditBucket
 from tests.serverutil import open_room, running_server
 
@@ -148,12 +148,13 @@ def test_fast_answers_are_the_codecs_bytes_for_every_kind_of_move_result(
             with pytest.raises(type(exc)):
                 fast.answer("a", seq, action, position, now * 7)
             continue
-        wire, fresh_too = fast.answer("a", seq, action, position, now * 7)
+        answer = fast.answer("a", seq, action, position, now * 7)
         last = max(last, seq)
-        assert fresh == fresh_too
-        assert codec.pack_wire(wire) == codec.encode_msgpack(result)
-        assert wire == codec.to_wire(result)
+        assert fresh == answer.fresh and answer.reason == result.reason
+        assert answer.frame == codec.encode_msgpack(result)
+        wire = msgpack.unpackb(answer.frame)
         assert json.dumps(wire, separators=(",", ":")) == codec.encode_json(result)
+        assert message_of(wire) == result
     assert fast.results() == general.results()
     game = fast.racers["a"].game
     removed = [game.is_removed(p) for p in range(28)]
@@ -166,13 +167,14 @@ def test_fast_answers_are_the_codecs_bytes_for_every_kind_of_move_result(
     assert game.view().board == expected  # the board kept up to date move by move
 
 
-def test_a_resent_move_is_answered_by_the_same_message_and_the_same_map() -> None:
+def test_a_resent_move_is_answered_with_the_same_frame_and_message() -> None:
     race = _race(True, 0, True)
-    wire, fresh = race.answer("a", 1, m.MoveAction.DRAW, None, 1005)
+    answer = race.answer("a", 1, m.MoveAction.DRAW, None, 1005)
     first, fresh_again = race.move("a", 1, m.MoveAction.DRAW, None, 1009)
     again, _ = race.move("a", 1, m.MoveAction.DRAW, None, 1010)
-    assert fresh and not fresh_again and again is first
-    assert race.answer("a", 1, m.MoveAction.DRAW, None, 1011) == (wire, False)
+    assert answer.fresh and not fresh_again and again == first
+    assert race.answer("a", 1, m.MoveAction.DRAW, None, 1011) == (answer.frame, None, False)
+    assert codec.encode_msgpack(first) == answer.frame
 
 
 def _odd_move_frames() -> list[bytes]:
