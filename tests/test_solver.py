@@ -234,7 +234,7 @@ def test_the_budget_of_the_depth_first_probe_never_changes_the_verdict() -> None
     assert solve(deal).winnable
 
 
-# Candidate 0 of these seeds beats all seven first probes.  With wrap on,
+# Candidate 0 of these seeds beats the first probes.  With wrap on,
 # bench-dealer-150's win is found by a layer probe at draw 2 (par is 18),
 # and bench-dealer-262 cannot be won at all.
 HARD_WINNABLE = ("bench-dealer-150", "bench-dealer-219")
