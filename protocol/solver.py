@@ -413,6 +413,7 @@ _UPPER: Final = 18
 _UPPER_MASK: Final = (1 << _UPPER) - 1
 _BOTTOM_SUBSETS: Final = 1 << (PEAK_CARDS - _UPPER)
 _FULL_BOTTOM: Final = 1 << (_BOTTOM_SUBSETS - 1)
+_ONE: Final = tuple(1 << b for b in range(_BOTTOM_SUBSETS))
 #: A set of masks: upper-row mask -> bitset over the bottom-row masks, whose
 #: bit ``b`` stands for the mask ``upper | b << 18``.  Masks that differ only
 #: in the bottom row (about eight per group here) share one entry.
@@ -700,11 +701,12 @@ class _CountCheck:
             if (base + least) & lost:
                 continue  # fails whatever its bottom row holds
             rest = bits
-            while rest:
-                one = rest & -rest
-                if (base + bottom[one.bit_length() - 1]) & lost:
-                    bits ^= one
+            while rest:  # from the highest bit down, so that ``rest`` shrinks
+                b = rest.bit_length() - 1
+                one = _ONE[b]
                 rest ^= one
+                if (base + bottom[b]) & lost:
+                    bits ^= one
             if bits:
                 kept[upper] = bits
         return kept
