@@ -13,14 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.game import DRAW, Deal, Game, Rules, Status, replay
+from protocol.layered import CountCheck, layered
+from protocol.search import Board, depth_first
 from protocol.shuffle import candidate_deal
 from protocol.solver import (
     EMPTY,
     SolveResult,
-    _Board,
-    _CountCheck,
-    _depth_first,
-    _layered,
     dfs_baseline,
     par_of,
     solve,
@@ -127,8 +125,8 @@ def test_the_solver_agrees_with_brute_force_on_late_positions(
     verdict = solve_game(game, want_par=True)
     mask = sum(1 << p for p in range(28) if game.is_removed(p))
     drawn = len(deal.stock) - game.stock_left
-    board = _Board(deal, (mask, drawn, game.waste_top))
-    layered_verdict = _layered(board, len(deal.stock))[1] is not None
+    board = Board(deal, (mask, drawn, game.waste_top))
+    layered_verdict = layered(board, len(deal.stock))[1] is not None
     copy = replay(deal, game.history)
     try:
         brute = _brute_force_wins(copy, [300_000])
@@ -151,8 +149,8 @@ def test_the_counting_rule_keeps_every_state_of_a_winning_line(rules: Rules) -> 
         deal = _deal(record)
         if deal.rules != rules or not record["winnable"]:
             continue
-        board = _Board(deal)
-        check = _CountCheck(board, len(deal.stock))
+        board = Board(deal)
+        check = CountCheck(board, len(deal.stock))
         game = Game(deal)
         for move in solve(deal, want_par=True).solution or ():
             game.push(move)
@@ -193,10 +191,10 @@ def test_golden_data_covers_every_rule_set_with_winnable_and_unwinnable_deals() 
 
 def _agree(record: dict[str, Any]) -> None:
     deal = _deal(record)
-    board = _Board(deal)
+    board = Board(deal)
     limit = len(deal.stock)
-    depth_line, _ = _depth_first(board, limit, 10**9, board.fitting, {})
-    _, layered_line, _ = _layered(board, limit)
+    depth_line, _ = depth_first(board, limit, 10**9, board.fitting, {})
+    _, layered_line, _ = layered(board, limit)
     assert (depth_line is not None) is record["winnable"]
     assert (layered_line is not None) is record["winnable"]
     assert dfs_baseline(deal).winnable is record["winnable"]
@@ -226,10 +224,10 @@ def test_both_exact_methods_and_the_plain_baseline_agree_on_an_unwinnable_deal()
 
 def test_the_budget_of_the_depth_first_probe_never_changes_the_verdict() -> None:
     deal = _deal(next(r for r in _golden() if r["winnable"] and r["par"] >= 10))
-    board = _Board(deal)
-    line, nodes = _depth_first(board, len(deal.stock), 5, board.fitting, {})
+    board = Board(deal)
+    line, nodes = depth_first(board, len(deal.stock), 5, board.fitting, {})
     assert line is None and nodes == 5  # the probe gave up ...
-    _, layered_line, _ = _layered(board, len(deal.stock))
+    _, layered_line, _ = layered(board, len(deal.stock))
     assert layered_line is not None  # ... and the exhaustive search still wins
     assert solve(deal).winnable
 
@@ -244,10 +242,10 @@ HARD_LOST = "bench-dealer-262"
 @pytest.mark.parametrize("seed", HARD_WINNABLE)
 def test_a_layer_probe_win_replays_and_agrees_with_the_breadth_first_verdict(seed: str) -> None:
     deal = candidate_deal(seed, 0, Rules())
-    board = _Board(deal)
+    board = Board(deal)
     limit = len(deal.stock)
-    par_draws, par_line, _ = _layered(board, limit)
-    won_at, line, states = _layered(board, limit, {})
+    par_draws, par_line, _ = layered(board, limit)
+    won_at, line, states = layered(board, limit, {})
     assert par_line is not None and line is not None
     assert replay(deal, line).status is Status.WON
     assert won_at == line.count(DRAW)
@@ -257,9 +255,9 @@ def test_a_layer_probe_win_replays_and_agrees_with_the_breadth_first_verdict(see
 
 def test_layer_probes_never_claim_a_win_in_a_lost_deal() -> None:
     deal = candidate_deal(HARD_LOST, 0, Rules())
-    board = _Board(deal)
-    assert _layered(board, len(deal.stock), {})[1] is None
-    assert _layered(board, len(deal.stock))[1] is None
+    board = Board(deal)
+    assert layered(board, len(deal.stock), {})[1] is None
+    assert layered(board, len(deal.stock))[1] is None
     assert not solve(deal).winnable
 
 
