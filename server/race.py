@@ -200,7 +200,7 @@ class Race:
     ) -> tuple[MoveResult, bool]:
         """Apply one move; return its result and whether it is a fresh (not resent) answer."""
         answer = self.answer(player_id, seq, action, position, now_ms)
-        return message_of(msgpack.unpackb(answer.frame)), answer.fresh
+        return answer.message(), answer.fresh
 
     def answer(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
@@ -377,6 +377,10 @@ class Answer(NamedTuple):
     frame: bytes
     reason: Reason | None
     fresh: bool
+
+    def message(self) -> MoveResult:
+        """The answer as a :class:`MoveResult` (for the general path and tests)."""
+        return message_of(msgpack.unpackb(self.frame))
 
 
 _PLAYING: Final = Status.PLAYING.value

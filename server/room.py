@@ -416,19 +416,10 @@ class Room:
 
     def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
         """A player's move: checked by the engine, answered to that player only."""
-        race = self._race_of(player_id)
-        racer = race.racers[player_id]
-        before = racer.status
-        try:
-            result, fresh = race.move(
-                player_id, request.seq, request.action, request.position, now_ms
-            )
-        except SeqOutOfOrder as exc:
-            raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=request.seq) from None
-        outputs: list[Output] = [Send(player_id, result)]
-        if fresh and result.accepted:
-            outputs += self._moved(racer, before, now_ms)
-        return outputs
+        answer, outputs = self.answer_move(
+            player_id, request.seq, request.action, request.position, now_ms
+        )
+        return [Send(player_id, answer.message()), *outputs]
 
     def answer_move(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
