@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,27 +36,37 @@ RACE_FIGURES = (
 )
 
 
-def _bench_processes() -> set[int]:
+#: Set to a fresh value for the quick run: every process it starts inherits
+#: it, so a benchmark someone else runs on the machine is never counted.
+RUN_TAG = "TRIPEAKS_BENCH_SMOKE_RUN"
+
+
+def _bench_processes(tag: str) -> set[int]:
     found = set()
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         if "bench.load_worker" in cmdline or "bench.echo_server" in cmdline:
-            found.add(proc.pid)
+            try:
+                if proc.environ().get(RUN_TAG) == tag:
+                    found.add(proc.pid)
+            except psutil.Error:  # gone meanwhile, or not ours to read
+                continue
     return found
 
 
 @pytest.fixture(scope="module")
 def quick_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("bench") / "load.json"
-    before = _bench_processes()
+    tag = uuid.uuid4().hex
     done = subprocess.run(
         [sys.executable, "-m", "bench.load", "--quick", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+        env=dict(os.environ, **{RUN_TAG: tag}),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "targets" in done.stdout
     figures: dict[str, object] = json.loads(out.read_text())
-    figures["_leftover"] = sorted(_bench_processes() - before)
+    figures["_leftover"] = sorted(_bench_processes(tag))
     return figures
 
 
