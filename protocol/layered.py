@@ -365,7 +365,11 @@ class CountCheck:
         return bias - credit[top], lost
 
     def keep(self, masks: set[int], drawn: int, top: int) -> set[int]:
-        """The masks that pass the counting rule with ``drawn`` draws and this top."""
+        """The masks that pass the counting rule with ``drawn`` draws and this top.
+
+        The rule mask by mask: the search itself uses :meth:`keep_groups`,
+        and the tests hold that one to this plain form.
+        """
         bias, lost = self._setup(drawn, top)
         if not lost:
             return masks

@@ -25,6 +25,7 @@ from protocol.layout import PEAK_CARDS, ROWS
 from protocol.search import EMPTY, Board
 from protocol.shuffle import candidate_deal
 
+seeds = st.text("abcdef0123", min_size=1, max_size=6)
 rules_st = st.sampled_from(
     [Rules(wrap=w, empty_waste=e) for w in (True, False) for e in (False, True)]
 )
@@ -65,7 +66,7 @@ def from_groups(groups: _Groups) -> set[int]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.text("abcdef0123", min_size=1, max_size=6), rules=rules_st, data=st.data())
+@given(seed=seeds, rules=rules_st, data=st.data())
 def test_a_group_play_moves_the_same_states_as_playing_mask_by_mask(
     seed: str, rules: Rules, data: st.DataObject
 ) -> None:
@@ -82,7 +83,7 @@ def test_a_group_play_moves_the_same_states_as_playing_mask_by_mask(
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.text("abcdef0123", min_size=1, max_size=6), rules=rules_st, data=st.data())
+@given(seed=seeds, rules=rules_st, data=st.data())
 def test_the_counting_rule_keeps_the_same_masks_in_groups_as_one_by_one(
     seed: str, rules: Rules, data: st.DataObject
 ) -> None:
@@ -98,7 +99,7 @@ def test_the_counting_rule_keeps_the_same_masks_in_groups_as_one_by_one(
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.text("abcdef0123", min_size=1, max_size=6), data=st.data())
+@given(seed=seeds, data=st.data())
 def test_taking_new_masks_returns_the_unseen_ones_and_remembers_them(
     seed: str, data: st.DataObject
 ) -> None:
@@ -113,7 +114,7 @@ def test_taking_new_masks_returns_the_unseen_ones_and_remembers_them(
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.text("abcdef0123", min_size=1, max_size=6), data=st.data())
+@given(seed=seeds, data=st.data())
 def test_layer_probes_start_from_masks_with_the_most_cards_played(
     seed: str, data: st.DataObject
 ) -> None:
