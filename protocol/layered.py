@@ -58,7 +58,8 @@ def layered(
     states = 0
     for drawn in range(board.start_drawn, limit + 1):
         start = counts.keep_groups(_subtract(start, seen[top]), drawn, top)
-        states += _add(seen[top], start)
+        _merge(seen[top], start)
+        states += sum(bits.bit_count() for bits in start.values())
         found: _Layer = [(top, start)]
         layers.append(found)
         if probe_memo is not None:
@@ -226,15 +227,6 @@ def _take_new(seen: _Groups, groups: _Groups) -> tuple[_Groups, int]:
     return new, count
 
 
-def _add(into: _Groups, groups: _Groups) -> int:
-    """Add ``groups`` to ``into``; the number of masks in ``groups``."""
-    count = 0
-    for upper, bits in groups.items():
-        into[upper] = into.get(upper, 0) | bits
-        count += bits.bit_count()
-    return count
-
-
 def _merge(into: _Groups, groups: _Groups) -> None:
     """Add ``groups`` to ``into``."""
     for upper, bits in groups.items():
@@ -266,10 +258,14 @@ def _most_played(groups: _Groups) -> list[int]:
     return [mask for _, mask in ranked]
 
 
+def _contains(groups: _Groups, mask: int) -> bool:
+    """True when ``mask`` is one of the masks of ``groups``."""
+    return bool(groups.get(mask & _UPPER_MASK, 0) >> (mask >> _UPPER) & 1)
+
+
 def _holds(layer: _Layer, top: int, mask: int) -> bool:
     """True when ``layer`` kept the state ``(mask, top)``."""
-    upper, bottom = mask & _UPPER_MASK, mask >> _UPPER
-    return any(t == top and groups.get(upper, 0) >> bottom & 1 for t, groups in layer)
+    return any(t == top and _contains(groups, mask) for t, groups in layer)
 
 
 class CountCheck:
@@ -443,8 +439,8 @@ def _earlier_layer(
 ) -> tuple[int, int] | None:
     """The latest layer before ``drawn`` holding ``mask``, and a top it had there."""
     for layer in range(drawn - 1, base - 1, -1):
-        for top, _ in layers[layer - base]:
-            if _holds(layers[layer - base], top, mask):
+        for top, groups in layers[layer - base]:
+            if _contains(groups, mask):
                 return layer, top
     return None
 
