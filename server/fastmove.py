@@ -60,12 +60,7 @@ def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
         return True
     conn.send(answer.frame)
     hot.frames_sent += 1
-    reason = answer.reason
-    if reason is None:
-        hot.moves += 1
-    else:
-        name = reason.name.lower()
-        hot.rejected[name] = hot.rejected.get(name, 0) + 1
+    hot.count_move(answer.reason)
     if outputs:
         hub.run(handle, outputs)
     if timed:

@@ -441,13 +441,7 @@ class Hub:
     def _count_move(self, outputs: list[Output]) -> None:
         first = outputs[0] if outputs else None
         if isinstance(first, Send) and isinstance(first.message, m.MoveResult):
-            reason = first.message.reason
-            hot = self.metrics.hot
-            if reason is None:
-                hot.moves += 1
-            else:
-                name = reason.name.lower()
-                hot.rejected[name] = hot.rejected.get(name, 0) + 1
+            self.metrics.hot.count_move(first.message.reason)
 
     def _room_call(
         self, handle: RoomHandle, pid: str, msg: m.ClientMessage, now: int

@@ -14,6 +14,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from protocol.game import Reason
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _DEAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -51,6 +53,14 @@ class HotCounts:
         self.frames_sent = 0
         self.moves = 0
         self.rejected: dict[str, int] = {}
+
+    def count_move(self, reason: Reason | None) -> None:
+        """One move answered: accepted (``reason`` is None) or refused for ``reason``."""
+        if reason is None:
+            self.moves += 1
+        else:
+            name = reason.name.lower()
+            self.rejected[name] = self.rejected.get(name, 0) + 1
 
 
 class _HotCollector(Collector):
