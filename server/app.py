@@ -34,6 +34,7 @@ from server.hub import Hub
 from server.ratelimit import AddressLimiter
 from server.storage import RaceStore
 from server.web import add_web_routes
+from server.wsdirect import DirectResponse
 
 SETTINGS: Final = web.AppKey("settings", Settings)
 HUB: Final = web.AppKey("hub", Hub)
@@ -217,7 +218,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         return _json_error(429, "too many connections from your address; slow down")
     offered = request.headers.get("Sec-WebSocket-Protocol", "").split(",")
     chosen = codec.choose_subprotocol(offered)
-    ws = web.WebSocketResponse(
+    ws = DirectResponse(
         protocols=(chosen,) if chosen else (),
         compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
         max_msg_size=settings.max_frame_bytes,
@@ -243,6 +244,8 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
 
 async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
     ws = conn.ws
+    direct = ws.direct if isinstance(ws, DirectResponse) else None
+    hook = functools.partial(_direct_move, hub, conn)
     while not ws.closed and not conn.closed:
         session = conn.session
         if session is None:
@@ -252,12 +255,19 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
         else:
             # In a room, a quiet spectator is normal: the heartbeat finds dead sockets.
             timeout = None
+        # Moves may skip the queue only while nothing can time out: they never change
+        # whether the connection is in a room, so the wait below stays the right one.
+        if direct is not None and timeout is None:
+            direct.hook = hook
         try:
             msg = await ws.receive(timeout=timeout or None)
         except TimeoutError:
             code = CloseCode.HELLO_TIMEOUT if conn.session is None else CloseCode.IDLE_TIMEOUT
             await conn.close(code)
             return
+        finally:
+            if direct is not None:
+                direct.hook = None
         if msg.type is WSMsgType.BINARY or msg.type is WSMsgType.TEXT:
             conn.reading = True
             try:
@@ -279,6 +289,32 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
             return
         else:  # CLOSE, CLOSING, CLOSED
             return
+
+
+def _direct_move(hub: Hub, conn: Connection, frame: bytes | str) -> bool:
+    """A move straight from aiohttp's parser (:mod:`server.wsdirect`); False to queue the frame.
+
+    Only what :func:`_on_frame` would answer on the fast path is taken here, so
+    replies are the same either way.  A frame without credit is queued without
+    spending, and :func:`_on_frame` then refuses it and counts the strike.
+    """
+    if type(frame) is not bytes or conn.encoding is not codec.Encoding.MSGPACK or conn.closed:
+        return False
+    now = hub.now_ms()
+    bucket = conn.bucket
+    if bucket.credits < 1.0:  # else spend() below cannot fail: credit only grows with time
+        bucket.refill(now)
+        if bucket.credits < 1.0:
+            return False
+    try:
+        if not handle_move(hub, conn, frame, now):
+            return False
+    except Exception:
+        logs.failure("handler_failed", conn=conn.conn_id, message=m.MoveRequest.TAG)
+        hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
+    bucket.spend(now)
+    conn.last_seen_ms = now
+    return True
 
 
 #: Messages that end a player's part are never dropped for lack of credit:
