@@ -1,4 +1,4 @@
-"""Moves taken straight from aiohttp's parser (``server.wsdirect``) keep every guarantee of the queue.
+"""Moves taken straight from aiohttp's parser (``server.wsdirect``) keep the queue's guarantees.
 
 A racing player's plain moves skip aiohttp's message queue; everything else
 still takes it.  These tests check that the skip really happens on a real
