@@ -250,11 +250,14 @@ class PlayerView:
         return sum(1 for entry in self.board if entry is None)
 
 
-@dataclass(slots=True)
-class _Counts:
-    moves: int = 0
-    draws: int = 0
-    undos: int = 0
+#: ``_FITS_ON[wrap][top]``: the cards that may go on a waste whose top card is ``top``.
+_FITS_ON: Final = {
+    wrap: tuple(
+        frozenset(c for c in range(DECK_SIZE) if is_adjacent(rank_of(c), rank_of(top), wrap))
+        for top in range(DECK_SIZE)
+    )
+    for wrap in (False, True)
+}
 
 
 def _check_position(position: int) -> None:
@@ -288,7 +291,8 @@ class Game:
         self._drawn = 0
         self._waste: list[Card] = [] if deal.waste is None else [deal.waste]
         self._history: list[Move] = []
-        self._counts = _Counts()
+        self._moves = self._draws = self._undos = 0
+        self._fits_on = _FITS_ON[deal.rules.wrap]
         # The status of the current state, worked out on first use after each change.
         self._status: Status | None = None
 
@@ -321,17 +325,17 @@ class Game:
     @property
     def moves(self) -> int:
         """Plays and draws made, undone ones included."""
-        return self._counts.moves
+        return self._moves
 
     @property
     def draws(self) -> int:
         """Draws made, undone ones included."""
-        return self._counts.draws
+        return self._draws
 
     @property
     def undos(self) -> int:
         """Undos made."""
-        return self._counts.undos
+        return self._undos
 
     @property
     def history(self) -> tuple[Move, ...]:
@@ -356,9 +360,7 @@ class Game:
     def fits(self, card: Card) -> bool:
         """True when ``card`` may go on the waste (any card fits an empty waste)."""
         waste = self._waste
-        if not waste:
-            return True
-        return is_adjacent(rank_of(card), rank_of(waste[-1]), self.deal.rules.wrap)
+        return not waste or card in self._fits_on[waste[-1]]
 
     def legal_moves(self) -> list[Move]:
         """Every legal move: free fitting positions in order, then ``"draw"``."""
@@ -385,7 +387,14 @@ class Game:
     def _work_out_status(self) -> Status:
         if self._cleared == PEAK_CARDS:
             return Status.WON
-        if self.stock_left == 0 and not any(self._playable(p) for p in range(PEAK_CARDS)):
+        if self._drawn == len(self.deal.stock):
+            # The waste is never empty here: every stock card has gone onto it.
+            fits, peaks, removed, covering = (
+                self._fits_on[self._waste[-1]], self.deal.peaks, self._removed, self._covering
+            )
+            for p in range(PEAK_CARDS):
+                if not removed[p] and not covering[p] and peaks[p] in fits:
+                    return Status.PLAYING
             return Status.STUCK
         return Status.PLAYING
 
@@ -415,36 +424,50 @@ class Game:
     # ---- actions -------------------------------------------------------
     def play(self, position: int) -> tuple[int, ...]:
         """Play the card at ``position``; return the positions it turned face up."""
-        reason, detail = self._refusal(position)
-        if reason is not None:
-            raise _error(reason, detail)
-        self._removed[position] = True
+        removed, covering, waste = self._removed, self._covering, self._waste
+        peaks = self.deal.peaks
+        # The common legal play is recognised here; anything else gets the full check,
+        # which has the last word (and the refusal's reason and message).
+        if not (
+            type(position) is int
+            and 0 <= position < PEAK_CARDS
+            and (self._status or self.status) is Status.PLAYING
+            and not removed[position]
+            and not covering[position]
+            and (not waste or peaks[position] in self._fits_on[waste[-1]])
+        ):
+            reason, detail = self._refusal(position)
+            if reason is not None:
+                raise _error(reason, detail)
+        removed[position] = True
         self._cleared += 1
-        self._waste.append(self.deal.peaks[position])
+        waste.append(peaks[position])
         self._history.append(position)
-        self._counts.moves += 1
+        self._moves += 1
         self._status = None
-        covering, board = self._covering, self._board
+        board = self._board
         board[position] = None
         turned: list[int] = []
         for q in COVERS[position]:
             covering[q] -= 1
             if not covering[q]:
                 turned.append(q)
-                board[q] = ALL_CODES[self.deal.peaks[q]]
+                board[q] = ALL_CODES[peaks[q]]
         return tuple(turned)
 
     def draw(self) -> Card:
         """Turn the next stock card onto the waste and return it."""
-        reason, detail = self._refusal(DRAW)
-        if reason is not None:
+        drawn, stock = self._drawn, self.deal.stock
+        if drawn == len(stock) or (self._status or self.status) is not Status.PLAYING:
+            reason, detail = self._refusal(DRAW)
+            assert reason is not None
             raise _error(reason, detail)
-        card = self.deal.stock[self._drawn]
-        self._drawn += 1
+        card = stock[drawn]
+        self._drawn = drawn + 1
         self._waste.append(card)
         self._history.append(DRAW)
-        self._counts.moves += 1
-        self._counts.draws += 1
+        self._moves += 1
+        self._draws += 1
         self._status = None
         return card
 
@@ -464,24 +487,35 @@ class Game:
         move turned face up goes face down again, so undo never shows anything
         the player has not already seen.
         """
-        reason = self.check_undo()
-        if reason is not None:
+        return self.take_back()[0]
+
+    def take_back(self) -> tuple[Move, tuple[int, ...]]:
+        """:meth:`undo`, also returning the positions the undone play had turned face up
+        (now face down again; none for a draw)."""
+        history = self._history
+        if not (self.allow_undo and history and self._cleared != PEAK_CARDS):
+            reason = self.check_undo()
+            assert reason is not None
             raise IllegalMoveError(reason)
-        move = self._history.pop()
+        move = history.pop()
         self._waste.pop()
+        self._undos += 1
+        self._status = None
         if move == DRAW:
             self._drawn -= 1
-        else:
-            self._removed[move] = False
-            self._cleared -= 1
-            covering, board = self._covering, self._board
-            board[move] = ALL_CODES[self.deal.peaks[move]]
-            for q in COVERS[move]:
-                covering[q] += 1
-                board[q] = HIDDEN
-        self._counts.undos += 1
-        self._status = None
-        return move
+            return move, ()
+        assert isinstance(move, int)
+        self._removed[move] = False
+        self._cleared -= 1
+        covering, board = self._covering, self._board
+        board[move] = ALL_CODES[self.deal.peaks[move]]
+        hidden: list[int] = []
+        for q in COVERS[move]:
+            covering[q] += 1
+            if covering[q] == 1:
+                hidden.append(q)
+            board[q] = HIDDEN
+        return move, tuple(hidden)
 
     # ---- views ---------------------------------------------------------
     def view(self) -> PlayerView:
