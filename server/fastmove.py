@@ -48,21 +48,23 @@ def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
     if move is None:
         return False
     seq, action, position = move
-    metrics = hub.metrics
-    hot = metrics.hot
-    hub.move_count += 1
-    timed = hub.move_count % Metrics.MOVE_SAMPLE == 0
+    count = hub.move_count = hub.move_count + 1
+    timed = not count % Metrics.MOVE_SAMPLE
     started = time.perf_counter() if timed else 0.0
     try:
-        answer, outputs = room.answer_move(pid, seq, action, position, now_ms)
+        answer, reason, outputs = room.answer_move(pid, seq, action, position, now_ms)
     except ProtocolError as exc:
         hub.error(conn, exc.code, exc.message, ref=_TAG, seq=exc.seq or seq)
         return True
-    conn.send(answer.frame)
+    conn.send(answer)
+    hot = hub.metrics.hot
     hot.frames_sent += 1
-    hot.count_move(answer.reason)
+    if reason is None:
+        hot.moves += 1
+    else:
+        hot.count_move(reason)
     if outputs:
         hub.run(handle, outputs)
     if timed:
-        metrics.move_seconds.observe(time.perf_counter() - started)
+        hub.metrics.move_seconds.observe(time.perf_counter() - started)
     return True

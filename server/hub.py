@@ -181,7 +181,7 @@ class Hub:
         return found
 
     # ---- outputs of the rooms -------------------------------------------------
-    def run(self, handle: RoomHandle, outputs: list[Output]) -> None:
+    def run(self, handle: RoomHandle, outputs: Iterable[Output]) -> None:
         """Carry out a room's outputs, in order."""
         room = handle.room
         for out in outputs:

@@ -32,7 +32,6 @@ from protocol.game import (
     Status,
     standing_key,
 )
-from protocol.layout import COVERED_BY, COVERS
 from protocol.messages import MoveAction, MoveResult, PlayerStatus, Uncovered
 from server.records import MoveLogEntry, PlayerResult
 
@@ -77,6 +76,14 @@ class MoveLog:
             seq, at_ms, _LOG_ACTION_INDEX[action], -1 if position is None else position,
             accepted, -1 if reason is None else reason, -1 if card is None else _CARD_INDEX[card],
         ))
+
+    def add(
+        self, seq: int, at_ms: int, action: int, position: int, accepted: bool, reason: int,
+        card: int,
+    ) -> None:
+        """:meth:`append` for the hot path: the action's index in the log's actions, the card
+        as a card number, and -1 for a missing position, reason or card."""
+        self._ints.extend((seq, at_ms, action, position, accepted, reason, card))
 
     def entries(self) -> tuple[MoveLogEntry, ...]:
         """Every entry, oldest first."""
@@ -173,6 +180,8 @@ class Race:
             for pid, name, is_bot in players
         }
         self.finish_order: list[str] = []
+        #: ``uncovered`` entries of the answers, packed once per race.
+        self.uncovered = uncovered_pieces(deal.peaks)
         self.over = False
         self.end_ms: int | None = None
 
@@ -212,14 +221,20 @@ class Race:
         Answers are remembered as these bytes: compact, and no work for the
         garbage collector.
         """
-        racer = self.racers[player_id]
+        return Answer(*self.respond(self.racers[player_id], seq, action, position, now_ms))
+
+    def respond(
+        self, racer: Racer, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> tuple[bytes, Reason | None, bool]:
+        """:meth:`answer` for the server's hot path, for one of this race's racers: a plain
+        tuple ``(frame, reason, fresh)``."""
         last = racer.last_seq
         if seq <= last:
             back = last - seq  # answers[-1] is the answer to last_seq
             if back >= len(racer.answers):
                 raise SeqOutOfOrder(last + 1, seq)
             reason = racer.refusals[-1 - back]
-            return Answer(racer.answers[-1 - back], Reason(reason) if reason else None, False)
+            return racer.answers[-1 - back], Reason(reason) if reason else None, False
         if seq != last + 1:
             raise SeqOutOfOrder(last + 1, seq)
         racer.last_seq = seq
@@ -227,15 +242,57 @@ class Race:
         if at < 0:
             at = 0
         if self.over or racer.status in _FINAL:
-            wire = self._refusal(racer, seq, action, position, Reason.GAME_OVER, at)
+            return self._refuse(racer, seq, action, position, Reason.GAME_OVER, at), (
+                Reason.GAME_OVER
+            ), True
+        game = racer.game
+        peaks = game.deal.peaks
+        try:
+            if action is _PLAY:
+                if position is None:
+                    raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
+                turned = game.play(position)
+                card = peaks[position]
+                items = self.uncovered
+                middle = _PLAY_MIDDLE % (
+                    _int(position), _CARDS[card],
+                    bytes((0x90 + len(turned),)) + b"".join([items[q] for q in turned]),
+                )
+                racer.cleared_at_ms = at
+                racer.log.add(seq, at, 0, position, True, -1, card)
+            elif action is _DRAW:
+                position = None  # a draw has none, even if the caller gave one
+                card = game.draw()
+                middle = _DRAW_MIDDLE % _CARDS[card]
+                racer.log.add(seq, at, 1, -1, True, -1, card)
+            else:
+                undone, hidden = game.take_back()
+                racer.penalty_ms += self.undo_penalty_ms
+                racer.cleared_at_ms = at
+                if undone == DRAW:
+                    middle = _UNDO_DRAW_MIDDLE
+                    racer.log.add(seq, at, 2, -1, True, -1, -1)
+                else:
+                    assert isinstance(undone, int)
+                    card = peaks[undone]
+                    middle = _UNDO_PLAY_MIDDLE % (
+                        _int(undone), _CARDS[card], bytes((0x90 + len(hidden), *hidden))
+                    )
+                    racer.log.add(seq, at, 2, undone, True, -1, card)
+        except IllegalMoveError as refusal:
+            reason = refusal.reason
+            return self._refuse(racer, seq, action, position, reason, at), reason, True
+        status = game.status
+        if status is _PLAYING:
+            # An undo out of a stuck position puts the player back in the race.
+            racer.status = PlayerStatus.RACING
+            racer.done_ms = None
         else:
-            wire = self._apply(racer, seq, action, position, at)
-        frame = pack_wire(wire)
-        refusal = wire["reason"]
-        assert refusal is None or isinstance(refusal, Reason)
+            self._stopped_by(racer, status, at)
+        frame = _frame(racer, seq, middle, at)
         racer.answers.append(frame)
-        racer.refusals.append(int(refusal) if refusal else 0)
-        return Answer(frame, refusal, True)
+        racer.refusals.append(0)
+        return frame, None, True
 
     def resign(self, player_id: str, now_ms: int) -> bool:
         """The player gives up; False if they were already done."""
@@ -281,60 +338,9 @@ class Race:
         )
 
     # ---- internals -----------------------------------------------------
-    def _apply(
-        self, racer: Racer, seq: int, action: MoveAction, position: int | None, at: int
-    ) -> dict[str, object]:
-        game = racer.game
-        peaks = game.deal.peaks
-        card: str | None = None
-        uncovered: list[dict[str, object]] = []
-        hidden: tuple[int, ...] = ()
-        undone: MoveAction | None = None
-        try:
-            if action is MoveAction.PLAY:
-                if position is None:
-                    raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
-                turned = game.play(position)
-                card = ALL_CODES[peaks[position]]
-                uncovered = [{"position": p, "card": ALL_CODES[peaks[p]]} for p in turned]
-            elif action is MoveAction.DRAW:
-                position = None
-                card = ALL_CODES[game.draw()]
-            else:
-                position, card, hidden, undone = self._undo(racer)
-        except IllegalMoveError as refusal:
-            return self._refusal(racer, seq, action, position, refusal.reason, at)
-        racer.log.append(seq, at, _ACTION_NAME[action], position, True, None, card)
-        if action is not MoveAction.DRAW:
-            racer.cleared_at_ms = at
-        self._update_status(racer, at)
-        return _wire(racer, seq, action, True, None, position, card, uncovered, hidden, undone, at)
-
-    def _undo(self, racer: Racer) -> tuple[int | None, str | None, tuple[int, ...], MoveAction]:
-        """Undo the last move: its position, card and re-hidden positions, and what it was."""
-        game = racer.game
-        undone = game.undo()
-        racer.penalty_ms += self.undo_penalty_ms
-        if undone == DRAW:
-            return None, None, (), MoveAction.DRAW
-        assert isinstance(undone, int)
-        # Only positions the put-back card lies on can go face down again: those it
-        # had uncovered, i.e. whose other covering card is gone.  (None of them can
-        # have been played since: the undone play was the last move.)
-        hidden = tuple(
-            q
-            for q in COVERS[undone]
-            if all(game.is_removed(c) for c in COVERED_BY[q] if c != undone)
-        )
-        return undone, ALL_CODES[game.deal.peaks[undone]], hidden, MoveAction.PLAY
-
-    def _update_status(self, racer: Racer, at: int) -> None:
-        status = racer.game.status
-        if status is Status.PLAYING:
-            # An undo out of a stuck position puts the player back in the race.
-            racer.status = PlayerStatus.RACING
-            racer.done_ms = None
-        elif status is Status.WON:
+    def _stopped_by(self, racer: Racer, status: Status, at: int) -> None:
+        """The player's game just ended: won or stuck."""
+        if status is Status.WON:
             racer.status = PlayerStatus.FINISHED
             racer.finish_ms = at + racer.penalty_ms
             racer.done_ms = at
@@ -343,7 +349,7 @@ class Race:
             racer.status = PlayerStatus.STUCK
             racer.done_ms = at
 
-    def _refusal(
+    def _refuse(
         self,
         racer: Racer,
         seq: int,
@@ -351,13 +357,18 @@ class Race:
         position: int | None,
         reason: Reason,
         at: int,
-    ) -> dict[str, object]:
+    ) -> bytes:
+        """Log a refused move (up to :data:`MAX_REFUSALS_LOGGED`); remember and return its frame."""
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
             racer.log.append(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
         if position is not None and position > 255:
             position = None
-        return _wire(racer, seq, action, False, reason, position, None, [], (), None, at)
+        middle = _REFUSED_MIDDLE % (pack_wire(action), pack_wire(reason), pack_wire(position))
+        frame = _frame(racer, seq, middle, at)
+        racer.answers.append(frame)
+        racer.refusals.append(int(reason))
+        return frame
 
     def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
         racer = self.racers.get(player_id)
@@ -383,52 +394,96 @@ class Answer(NamedTuple):
         return message_of(msgpack.unpackb(self.frame))
 
 
-_PLAYING: Final = Status.PLAYING.value
 _STATUS_OF_NAME: Final = {status.value: status for status in Status}
 
+# ---- the answer frame, from pre-packed pieces ---------------------------------
+# An answer is the msgpack map of a MoveResult, keys in the codec's order.  Packing a
+# 19-key dict per move costs more than the move, and most of the map is the same from
+# one answer to the next: the keys, and per kind of answer most values.  So the frame
+# is a byte template (``%b`` where a value goes) filled with ready-packed values.
+# tests/test_server_fastpath.py holds every kind of answer to the codec's bytes.
+_PLAY, _DRAW = MoveAction.PLAY, MoveAction.DRAW
+_NIL: Final = b"\xc0"
+_SLOT: Final = object()
+#: Small non-negative integers, packed (larger ones are packed when needed).
+_INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
+_CARDS: Final = tuple(pack_wire(code) for code in ALL_CODES)
+_PLAYING: Final = Status.PLAYING
+_PLAYING_BYTES: Final = pack_wire(_PLAYING.value)
+_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
 
-def _wire(
-    racer: Racer,
-    seq: int,
-    action: MoveAction,
-    accepted: bool,
-    reason: Reason | None,
-    position: int | None,
-    card: str | None,
-    uncovered: list[dict[str, object]],
-    hidden: tuple[int, ...],
-    undone: MoveAction | None,
-    at: int,
-) -> dict[str, object]:
-    """The ``move_result`` map: keys in the codec's order, values as the codec writes them.
 
-    ``tests/test_server_fastpath.py`` checks it against ``codec.to_wire`` of
-    :func:`message_of` for every kind of answer.
-    """
+def _int(value: int) -> bytes:
+    return _INTS[value] if 0 <= value < len(_INTS) else bytes(pack_wire(value))
+
+
+def _pieces(keys: tuple[str, ...], values: tuple[object, ...]) -> bytes:
+    """Each key packed, followed by its value packed, or by ``%b`` where the value is
+    :data:`_SLOT` (filled in per answer)."""
+    out = b"".join(
+        pack_wire(key) + (b"%b" if value is _SLOT else pack_wire(value))
+        for key, value in zip(keys, values, strict=True)
+    )
+    assert out.count(b"%") == out.count(b"%b"), "a packed constant must not look like a slot"
+    return out
+
+
+_MIDDLE_KEYS: Final = (
+    "action", "accepted", "reason", "position", "card", "uncovered", "hidden", "undone"
+)
+_TAIL_KEYS: Final = (
+    "waste_top", "stock_left", "cleared", "moves", "draws", "undos", "status", "penalty_ms",
+    "elapsed_ms",
+)
+#: ``%`` (seq, middle, then the tail's values): the whole frame.
+_FRAME: Final[bytes] = (
+    msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
+    + _pieces(("t", "seq"), (MoveResult.TAG, _SLOT))
+    + b"%b"
+    + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
+)
+# The middles, by kind of answer.  ``hidden`` is an empty list where the codec writes
+# the message's empty tuple.
+_PLAY_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("play", True, None, _SLOT, _SLOT, _SLOT, [], None))
+_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("draw", True, None, None, _SLOT, [], [], None))
+_UNDO_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("undo", True, None, None, None, [], [], "draw"))
+_UNDO_PLAY_MIDDLE: Final = _pieces(
+    _MIDDLE_KEYS, ("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
+)
+_REFUSED_MIDDLE: Final = _pieces(
+    _MIDDLE_KEYS, (_SLOT, False, _SLOT, _SLOT, None, [], [], None)
+)
+
+
+def uncovered_pieces(peaks: tuple[int, ...]) -> tuple[bytes, ...]:
+    """Each position's entry of ``uncovered`` (``{"position": p, "card": code}``), packed."""
+    return tuple(
+        pack_wire({"position": p, "card": ALL_CODES[card]}) for p, card in enumerate(peaks)
+    )
+
+
+def _frame(racer: Racer, seq: int, middle: bytes, at: int) -> bytes:
+    """The answer's frame: ``middle`` (packed from ``action`` to ``undone``) and the rest
+    from the player's state."""
     game = racer.game
+    ints, n = _INTS, len(_INTS)
     top = game.waste_top
+    stock, cleared, moves = game.stock_left, game.cleared, game.moves
+    draws, undos, penalty = game.draws, game.undos, racer.penalty_ms
     status = game.status
-    return {
-        "t": MoveResult.TAG,
-        "seq": seq,
-        "action": action,
-        "accepted": accepted,
-        "reason": reason,
-        "position": position,
-        "card": card,
-        "uncovered": uncovered,
-        "hidden": hidden,
-        "undone": undone,
-        "waste_top": None if top is None else ALL_CODES[top],
-        "stock_left": game.stock_left,
-        "cleared": game.cleared,
-        "moves": game.moves,
-        "draws": game.draws,
-        "undos": game.undos,
-        "status": _PLAYING if status is Status.PLAYING else status.value,
-        "penalty_ms": racer.penalty_ms,
-        "elapsed_ms": at,
-    }
+    return _FRAME % (
+        ints[seq] if seq < n else pack_wire(seq),
+        middle,
+        _NIL if top is None else _CARDS[top],
+        ints[stock],
+        ints[cleared],
+        ints[moves] if moves < n else pack_wire(moves),
+        ints[draws] if draws < n else pack_wire(draws),
+        ints[undos] if undos < n else pack_wire(undos),
+        _PLAYING_BYTES if status is _PLAYING else _STATUS_BYTES[status],
+        ints[penalty] if penalty < n else pack_wire(penalty),
+        ints[at] if at < n else pack_wire(at),
+    )
 
 
 def message_of(wire: dict[str, Any]) -> MoveResult:

@@ -16,12 +16,14 @@ Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from protocol.commitment import commitment
 from protocol.dealer import DealtGame, Difficulty
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.game import Reason
 from protocol.messages import (
     BoardView,
     Countdown,
@@ -416,32 +418,32 @@ class Room:
 
     def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
         """A player's move: checked by the engine, answered to that player only."""
-        answer, outputs = self.answer_move(
+        frame, reason, outputs = self.answer_move(
             player_id, request.seq, request.action, request.position, now_ms
         )
-        return [Send(player_id, answer.message()), *outputs]
+        return [Send(player_id, Answer(frame, reason, True).message()), *outputs]
 
     def answer_move(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> tuple[Answer, list[Output]]:
-        """:meth:`move` for the server's hot path: the answer as its frame
-        (:meth:`Race.answer`), and the outputs that follow the answer."""
-        race = self._race_of(player_id)
-        racer = race.racers[player_id]
+    ) -> tuple[bytes, Reason | None, Sequence[Output]]:
+        """:meth:`move` for the server's hot path: the answer's frame (:meth:`Race.answer`),
+        why the move was refused (``None``: accepted), and the outputs that follow."""
+        race = self.race
+        racer = race.racers.get(player_id) if race is not None else None
+        if racer is None:
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing in this race")
+        assert race is not None
         before = racer.status
         try:
-            answer = race.answer(player_id, seq, action, position, now_ms)
+            frame, reason, fresh = race.respond(racer, seq, action, position, now_ms)
         except SeqOutOfOrder as exc:
             raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=seq) from None
-        if answer.fresh and answer.reason is None:
-            return answer, self._moved(racer, before, now_ms)
-        return answer, []
-
-    def _race_of(self, player_id: str) -> Race:
-        race = self.race
-        if race is None or player_id not in race.racers:
-            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing in this race")
-        return race
+        if not fresh or reason is not None:
+            return frame, reason, ()
+        self._dirty.add(player_id)
+        if self._progress_due is not None and racer.status is before:
+            return frame, None, ()  # the usual move: the progress flush is already due
+        return frame, None, self._moved(racer, before, now_ms)
 
     def _moved(self, racer: Racer, before: PlayerStatus, now_ms: int) -> list[Output]:
         outputs = self._mark_dirty(racer.player_id, now_ms)

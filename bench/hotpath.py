@@ -1,0 +1,224 @@
+"""Micro-benchmark of the server's move fast path: CPU time per move, frame bytes to answer bytes.
+
+``python -m bench.hotpath [--rooms 50] [--moves 200000] [--repeat 5] [--profile]``
+
+It builds a real :class:`~server.hub.Hub` with racing rooms of 4 (the load
+benchmark's room options) and connections whose socket is a byte sink, then
+feeds :func:`server.fastmove.handle_move` a recorded stream of move frames in
+the saturation run's mix (about 15% plays, 35% draws, 50% undos: the load
+generator's greedy player, which undoes a run of 6 when stuck).  Each frame
+goes through what ``app._on_frame`` does before the fast path too (the clock
+and the rate-limit credit), so the figure is the server's Python per move
+minus the socket reads and writes.
+
+The stream is recorded once, by playing through the fast path itself, and
+replayed on fresh rooms of the same deals for every timed round, so every
+round answers the same moves the same way.  The figure is the best of
+``--repeat`` rounds of ``time.process_time``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import random
+import time
+from typing import Any, cast
+
+import msgpack
+
+from bench.load_game import FITS, HIDDEN, UNDO_RUN, move_frame, room_options
+from protocol import messages as m
+from protocol.codec import Encoding
+from protocol.dealer import deal_for_seed
+from protocol.game import Rules
+from server.config import Settings
+from server.connection import Connection
+from server.fastmove import handle_move
+from server.hub import Hub, RoomHandle, Session
+from server.ratelimit import CreditBucket
+from server.room import Fresh, Identity, Room
+from server.spectate import SpectatorFeed
+
+
+class _Sink:
+    """A socket transport that takes every write and keeps the last one."""
+
+    def __init__(self) -> None:
+        self.last = b""
+
+    def write(self, data: bytes) -> None:
+        self.last = data
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+class _OpenSocket:
+    closed = False
+
+
+class _Seat:
+    """One player of the recording pass: the load generator's strategy, on the answers."""
+
+    def __init__(self, conn: Connection, sink: _Sink, board: list[str | None], top: str | None,
+                 stock: int, rng: random.Random) -> None:
+        self.conn, self.sink, self.rng = conn, sink, rng
+        self.board, self.top, self.stock = board, top, stock
+        self.cleared = self.depth = self.undo_run = self.seq = 0
+
+    def next_frame(self) -> bytes:
+        self.seq += 1
+        if self.undo_run > 0 and self.depth > 0:
+            self.undo_run -= 1
+            return move_frame(self.seq, m.MoveAction.UNDO, None)
+        self.undo_run = 0
+        fitting = FITS[self.top] if self.top is not None else None
+        playable = [
+            p for p, card in enumerate(self.board)
+            if card is not None and card != HIDDEN and (fitting is None or card in fitting)
+        ]
+        if playable and self.cleared < 27:
+            return move_frame(self.seq, m.MoveAction.PLAY, self.rng.choice(playable))
+        if not playable and self.stock > 0:
+            return move_frame(self.seq, m.MoveAction.DRAW, None)
+        self.undo_run = UNDO_RUN - 1
+        return move_frame(self.seq, m.MoveAction.UNDO, None)
+
+    def read_answer(self) -> str:
+        data = self.sink.last
+        answer = msgpack.unpackb(data[4:] if data[1] == 126 else data[2:])
+        assert answer["t"] == "move_result" and answer["accepted"], answer
+        action: str = answer["action"]
+        if action == "play":
+            self.board[answer["position"]] = None
+            for item in answer["uncovered"]:
+                self.board[item["position"]] = item["card"]
+            self.depth += 1
+        elif action == "draw":
+            self.depth += 1
+        else:
+            if answer["undone"] == "play":
+                self.board[answer["position"]] = answer["card"]
+                for position in answer["hidden"]:
+                    self.board[position] = HIDDEN
+            self.depth -= 1
+        self.top, self.stock = answer["waste_top"], answer["stock_left"]
+        self.cleared = answer["cleared"]
+        return action
+
+
+def _setup(hub: Hub, rooms: int) -> list[tuple[Connection, _Sink]]:
+    """``rooms`` racing rooms of 4 on the hub; every seat's connection and socket."""
+    seats: list[tuple[Connection, _Sink]] = []
+    now = hub.now_ms()
+    options = room_options()
+    for r in range(rooms):
+        players = [Identity(f"p{r}-{i}", f"player {i}") for i in range(4)]
+        room = Room(f"R{r:04d}", options, players[0], now, hub.timings)
+        for who in players[1:]:
+            room.join(who, m.Role.PLAYER, now)
+            room.set_ready(who.player_id, True)
+        room.start(players[0].player_id, now, Fresh(seed=str(r), race_id=f"race-{r}"))
+        room.deal_ready(1, deal_for_seed(str(r), Rules()), now)
+        assert room.phase is m.Phase.RACING
+        hub.rooms[room.code] = RoomHandle(room, SpectatorFeed(0))
+        for who in players:
+            sink = _Sink()
+            bucket = CreditBucket.full(100_000.0, 100_000.0, now)
+            conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK,
+                              "127.0.0.1", bucket, len(seats) + 1)
+            conn.transport = sink
+            session = Session(who, f"token-{who.player_id}", conn, room.code)
+            conn.session = session
+            hub.sessions[session.token] = hub.by_player[who.player_id] = session
+            hub.connections.add(conn)
+            seats.append((conn, sink))
+    return seats
+
+
+def _record(hub: Hub, seats: list[tuple[Connection, _Sink]], moves: int) -> tuple[
+    list[tuple[int, bytes]], dict[str, int]
+]:
+    """Play ``moves`` moves round robin; the frames in order (seat index, frame) and the mix."""
+    rng = random.Random(6)
+    players = []
+    for conn, sink in seats:
+        session = conn.session
+        assert session is not None and session.room is not None
+        room = hub.rooms[session.room].room
+        assert room.race is not None
+        view = room.race.racers[session.identity.player_id].view()
+        players.append(_Seat(conn, sink, list(view.board), view.waste_top, view.stock_left, rng))
+    stream: list[tuple[int, bytes]] = []
+    mix: dict[str, int] = {}
+    while len(stream) < moves:
+        for index, player in enumerate(players):
+            frame = player.next_frame()
+            assert handle_move(hub, player.conn, frame, hub.now_ms())
+            action = player.read_answer()
+            mix[action] = mix.get(action, 0) + 1
+            stream.append((index, frame))
+    return stream, mix
+
+
+def _replay(hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]) -> float:
+    """CPU seconds to answer ``stream`` the way ``app._on_frame`` would."""
+    now_ms = hub.now_ms
+    started = time.process_time()
+    for index, frame in stream:
+        conn = conns[index]
+        now = conn.last_seen_ms = now_ms()
+        if not conn.bucket.spend(now) or type(frame) is not bytes:
+            raise AssertionError("the bench must never be rate limited")
+        if not handle_move(hub, conn, frame, now):
+            raise AssertionError("every recorded move takes the fast path")
+    return time.process_time() - started
+
+
+def _hub() -> Hub:
+    return Hub(Settings(), cast(Any, None), cast(Any, None))
+
+
+async def _main(args: argparse.Namespace) -> None:
+    hub = _hub()
+    stream, mix = _record(hub, _setup(hub, args.rooms), args.moves)
+    total = sum(mix.values())
+    shares = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in sorted(mix.items()))
+    print(f"{len(stream)} moves over {args.rooms} rooms of 4: {shares}")
+    best = float("inf")
+    for round_ in range(args.repeat):
+        hub = _hub()
+        conns = [conn for conn, _sink in _setup(hub, args.rooms)]
+        if args.profile and round_ == args.repeat - 1:
+            profile = cProfile.Profile()
+            profile.enable()
+            seconds = _replay(hub, conns, stream)
+            profile.disable()
+            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+        else:
+            seconds = _replay(hub, conns, stream)
+        best = min(best, seconds)
+        print(f"round {round_ + 1}: {seconds * 1e6 / len(stream):.2f} us/move")
+    print(f"best: {best * 1e6 / len(stream):.2f} us/move CPU")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rooms", type=int, default=50)
+    parser.add_argument("--moves", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="cProfile the last round")
+    asyncio.run(_main(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
