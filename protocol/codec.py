@@ -163,6 +163,20 @@ pack_wire: Final = msgpack.Packer(use_bin_type=True).pack
 #: Longest ``move`` frame :func:`parse_move` looks at (the plain ones are 21 to 48 bytes).
 _FAST_MOVE_MAX: Final = 64
 _MOVE_ACTIONS: Final = {action.value: action for action in m.MoveAction}
+#: How the codec (and so every client built on it) writes a ``move``, up to its ``seq``.
+_MOVE_HEAD: Final = b"\x84\xa1t\xa4move\xa3seq"
+_SEQ_AT: Final = len(_MOVE_HEAD)
+#: What follows ``seq`` in the codec's plain moves, and what it means.
+_MOVE_TAILS: Final[dict[bytes, tuple[m.MoveAction, int | None]]] = {
+    b"\xa6action" + msgpack.packb(action.value) + b"\xa8position" + msgpack.packb(position): (
+        action,
+        position,
+    )
+    for action in m.MoveAction
+    for position in ([None] if action is not m.MoveAction.PLAY else range(256))
+}
+#: The shortest frame in that layout: ``seq`` in one byte, the shortest tail.
+_SHORTEST_MOVE: Final = _SEQ_AT + 1 + min(len(tail) for tail in _MOVE_TAILS)
 
 
 def parse_move(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None:
@@ -175,7 +189,33 @@ def parse_move(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None:
     ``position`` present exactly for ``play``.  Anything else, a bad frame
     included, gives ``None`` and goes through :func:`decode`, so every
     refusal keeps its error code.
+
+    The codec's own layout (four keys in its order, ``seq`` in its shortest
+    form or any unsigned form) is recognised from the bytes; any other layout
+    is unpacked and checked key by key.
     """
+    if frame[:_SEQ_AT] == _MOVE_HEAD and _SHORTEST_MOVE <= len(frame) <= _FAST_MOVE_MAX:
+        # seq: a positive fixint, or uint8, uint16 or uint32 (byte shifts: int.from_bytes
+        # costs more than the rest of this function).
+        kind = frame[_SEQ_AT]
+        if kind < 0x80:
+            seq, tail = kind, frame[_SEQ_AT + 1 :]
+        elif kind == 0xCD:
+            seq, tail = frame[_SEQ_AT + 1] << 8 | frame[_SEQ_AT + 2], frame[_SEQ_AT + 3 :]
+        elif kind == 0xCC:
+            seq, tail = frame[_SEQ_AT + 1], frame[_SEQ_AT + 2 :]
+        elif kind == 0xCE:
+            seq, tail = int.from_bytes(frame[_SEQ_AT + 1 : _SEQ_AT + 5]), frame[_SEQ_AT + 5 :]
+        else:
+            seq, tail = 0, b""
+        move = _MOVE_TAILS.get(tail)
+        if move is not None and 1 <= seq <= m.MAX_SEQ:
+            return seq, move[0], move[1]
+    return _parse_move_map(frame)
+
+
+def _parse_move_map(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None:
+    """:func:`parse_move` for a frame in any other layout: unpacked, then checked."""
     if len(frame) > _FAST_MOVE_MAX or not frame or frame[0] & 0xF0 != 0x80:
         return None
     try:

@@ -35,11 +35,16 @@ class CreditBucket:
 
     def spend(self, now_ms: int, cost: float = 1.0) -> bool:
         """Spend ``cost`` credits if there are enough; False (and a strike) if not."""
-        self.refill(now_ms)
-        if self.credits >= cost:
-            self.credits -= cost
+        # :meth:`refill` written out: this runs for every frame a client sends.
+        credits = self.credits
+        if now_ms > self.updated_ms:
+            credits = min(self.burst, credits + (now_ms - self.updated_ms) * self.rate / 1000.0)
+            self.updated_ms = now_ms
+        if credits >= cost:
+            self.credits = credits - cost
             self.strikes = 0
             return True
+        self.credits = credits
         self.strikes += 1
         return False
 

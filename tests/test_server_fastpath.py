@@ -25,11 +25,22 @@ from protocol import messages as m
 from protocol.cards import card_code
 from protocol.dealer import deal_for_seed
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.game import HIDDEN, Rules
+from protocol.game import DRAW, HIDDEN, Game, IllegalMoveError, Reason, Rules, Status
 from protocol.layout import COVERED_BY
 from server.connection import Connection, Transport, frame_header
-from server.race import Race, message_of
+from server.race import Race, SeqOutOfOrder, message_of
 from server.ratelimit import CreditBucket
+from server.records import MoveLogEntry
+from server.room import (
+    PROGRESS_TIMER,
+    Fresh,
+    Identity,
+    Output,
+    Room,
+    RoomTimings,
+    SetTimer,
+    ToPlayers,
+)
 from tests.serverutil import open_room, running_server
 
 DEALT = deal_for_seed("42", Rules())
@@ -273,3 +284,238 @@ def test_frame_headers_use_the_shortest_length_encoding() -> None:
     assert frame_header(0x2, 125) == b"\x82\x7d"
     assert frame_header(0x1, 126) == b"\x81\x7e\x00\x7e"
     assert frame_header(0x2, 65536) == b"\x82\x7f" + (65536).to_bytes(8, "big")
+
+
+# ---- the shortcuts of the fast path, each against what it stands for ----------
+HEAD = b"\x84\xa1t\xa4move\xa3seq"
+SEQ_BYTES = st.one_of(
+    st.integers(0, 2**31 + 5).map(msgpack.packb),  # the shortest form, as clients write it
+    st.integers(0, 255).map(lambda n: b"\xcc" + n.to_bytes(1, "big")),
+    st.integers(0, 2**16 - 1).map(lambda n: b"\xcd" + n.to_bytes(2, "big")),
+    st.integers(0, 2**32 - 1).map(lambda n: b"\xce" + n.to_bytes(4, "big")),
+    st.integers(0, 2**64 - 1).map(lambda n: b"\xcf" + n.to_bytes(8, "big")),
+    st.integers(-(2**31), 2**31 - 1).map(lambda n: b"\xd2" + n.to_bytes(4, "big", signed=True)),
+    st.sampled_from([b"\xc0", b"\xc3", b"\xcb" + b"\x00" * 8, b"\xa1x", b""]),
+)
+TAILS = st.one_of(
+    st.builds(
+        lambda action, position: msgpack.packb({"action": action, "position": position})[1:],
+        st.sampled_from(["play", "draw", "undo", "jump"]),
+        st.one_of(st.none(), st.integers(-2, 300), st.booleans()),
+    ),
+    st.binary(max_size=30),
+)
+
+
+def _spoiled(data: bytes, cut: int, extra: bytes, flip: int) -> bytes:
+    """``data`` cut short, extended or with one byte changed (or left alone)."""
+    if flip and data:
+        at = flip % len(data)
+        data = data[:at] + bytes([(data[at] + flip) % 256]) + data[at + 1 :]
+    return data[: len(data) - cut] + extra
+
+
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(SEQ_BYTES, TAILS, st.integers(0, 3), st.sampled_from([b"", b"\x00", b"\xc0"]),
+       st.sampled_from([0, 0, 0, 1, 7, 200]))
+def test_parse_move_reads_the_codecs_layout_byte_for_byte_as_the_full_decoder_does(
+    seq: bytes, tail: bytes, cut: int, extra: bytes, flip: int
+) -> None:
+    """Frames in (or near) the codec's own layout, every msgpack form of ``seq``, good and
+    spoiled tails: ``parse_move`` agrees with ``decode``, and takes every move it reads."""
+    frame = _spoiled(HEAD + seq + tail, cut, extra, flip)
+    fast = codec.parse_move(frame)
+    decoded = _decoded(frame)
+    if fast is not None:
+        assert decoded == fast
+    elif isinstance(decoded, tuple):
+        assert len(frame) > 64 or frame[0] & 0xF0 != 0x80
+
+
+def test_parse_move_reads_every_seq_form_of_the_codecs_layout() -> None:
+    tail = b"\xa6action\xa4play\xa8position\xcc\xc8"
+    for seq in (b"\x01", b"\x7f", b"\xcc\x05", b"\xcc\xff", b"\xcd\x01\x2c",
+                b"\xce\x7f\xff\xff\xff", b"\xcf" + b"\x00" * 7 + b"\x01"):
+        assert codec.parse_move(HEAD + seq + tail) == _decoded(HEAD + seq + tail)
+    for seq in (b"\x00", b"\xcc\x00", b"\xce\x80\x00\x00\x00"):
+        assert codec.parse_move(HEAD + seq + tail) is None
+
+
+def _expected_answer(
+    game: Game, race_over: bool, action: m.MoveAction, position: int | None
+) -> tuple[Reason | None, int | None, str | None, tuple[int, ...], tuple[int, ...]]:
+    """Apply the move to a plain engine ``game`` through its public API: the refusal (or
+    None), and the position, card, uncovered and hidden positions of the answer."""
+    before = game.view().board
+    if race_over:
+        return Reason.GAME_OVER, position if position is None or position <= 255 else None, \
+            None, (), ()
+    try:
+        if action is m.MoveAction.PLAY:
+            if position is None:
+                return Reason.NO_SUCH_POSITION, None, None, (), ()
+            game.play(position)
+            card: str | None = card_code(game.deal.peaks[position])
+        elif action is m.MoveAction.DRAW:
+            position, card = None, card_code(game.draw())
+        else:
+            undone = game.undo()
+            position = None if undone == DRAW else int(undone)
+            card = None if position is None else card_code(game.deal.peaks[position])
+    except IllegalMoveError as exc:
+        return exc.reason, position if position is None or position <= 255 else None, None, (), ()
+    after = game.view().board
+    turned_up = tuple(
+        p for p in range(28) if before[p] == HIDDEN and after[p] not in (HIDDEN, None)
+    )
+    turned_down = tuple(p for p in range(28) if after[p] == HIDDEN and before[p] != HIDDEN)
+    if action is m.MoveAction.UNDO:
+        return None, position, card, (), turned_down
+    return None, position, card, turned_up, ()
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(STEPS, st.booleans(), st.sampled_from([0, 5000]), st.booleans())
+def test_answers_say_what_a_plain_engine_says_about_the_same_moves(
+    steps: list[tuple[m.MoveAction, int | None, int]], allow_undo: bool, penalty: int, wrap: bool
+) -> None:
+    """Each answer against a reference kept with the engine's public API only: refusals,
+    cards, turned cards, counters, status, penalty, elapsed time and the move log."""
+    race = _race(allow_undo, penalty, wrap)
+    dealt = DEALT if wrap else DEALT_NO_WRAP
+    game = Game(dealt.deal, allow_undo=allow_undo)
+    answered: dict[int, bytes] = {}
+    log: list[MoveLogEntry] = []
+    penalty_ms = 0
+    finished = False
+    for now, (action, position, step) in enumerate(steps, start=1000):
+        seq = max(1, len(answered) + step)
+        if seq > len(answered) + 1:
+            with pytest.raises(SeqOutOfOrder):
+                race.answer("a", seq, action, position, now * 7)
+            continue
+        answer = race.answer("a", seq, action, position, now * 7)
+        if seq in answered:
+            assert answer.frame == answered[seq] and not answer.fresh
+            continue
+        answered[seq] = answer.frame
+        at = now * 7 - 1000
+        reason, where, card, uncovered, hidden = _expected_answer(game, finished, action, position)
+        result = answer.message()
+        view = game.view()
+        if reason is None:
+            penalty_ms += penalty if action is m.MoveAction.UNDO else 0
+            undone = None
+            if action is m.MoveAction.UNDO:
+                undone = m.MoveAction.DRAW if where is None else m.MoveAction.PLAY
+            log.append(MoveLogEntry(seq, at, action.value, where, True, None, card))
+        else:
+            undone = None
+            log.append(MoveLogEntry(seq, at, action.value, where, False, int(reason), None))
+        assert (result.accepted, result.reason, result.position, result.card) == (
+            reason is None, reason, where, card
+        )
+        assert tuple(u.position for u in result.uncovered) == uncovered
+        assert all(u.card == view.board[u.position] for u in result.uncovered)
+        assert (result.hidden, result.undone) == (hidden, undone)
+        assert (result.waste_top, result.stock_left, result.moves, result.draws, result.undos) == (
+            view.waste_top, view.stock_left, view.moves, view.draws, view.undos
+        )
+        assert (result.cleared, result.status, result.penalty_ms, result.elapsed_ms) == (
+            view.cleared, view.status, penalty_ms, at
+        )
+        finished = finished or view.status is Status.WON
+    assert race.racers["a"].log.entries() == tuple(log)
+
+
+def test_answers_beyond_the_table_of_packed_numbers_are_the_codecs_bytes() -> None:
+    """Long races: seq numbers, counters, penalties and race times past 2**14 and 2**16."""
+    race = Race(
+        DEALT.deal, [("a", "ann", False)], start_ms=0, allow_undo=True,
+        undo_penalty_ms=70_000, time_limit_ms=10**9,
+    )
+    seq = 0
+    for now in (5, 16_383, 16_384, 65_535, 65_536, 3_600_000, 10**8):
+        for action in (m.MoveAction.DRAW, m.MoveAction.UNDO) * 5:
+            seq += 1
+            answer = race.answer("a", seq, action, None, now)
+            assert answer.frame == codec.encode_msgpack(answer.message())
+    while seq < 70_000:
+        seq += 1
+        answer = race.answer("a", seq, m.MoveAction.DRAW if seq % 2 else m.MoveAction.UNDO,
+                             None, 10**8)
+    result = answer.message()
+    assert answer.frame == codec.encode_msgpack(result)
+    assert (result.seq, result.moves, result.undos, result.penalty_ms) == (
+        70_000, 35_000, 35_000, 35_000 * 70_000
+    )
+
+
+class _Refill:
+    """The credit bucket's rules, step by step: refill, then spend."""
+
+    def __init__(self, bucket: CreditBucket) -> None:
+        self.bucket = bucket
+
+    def spend(self, now_ms: int, cost: float) -> bool:
+        bucket = self.bucket
+        bucket.refill(now_ms)
+        if bucket.credits >= cost:
+            bucket.credits -= cost
+            bucket.strikes = 0
+            return True
+        bucket.strikes += 1
+        return False
+
+
+@given(
+    st.floats(0.5, 1000), st.floats(1, 500), st.sampled_from([1.0, 0.5, 3.0]),
+    st.lists(st.integers(-50, 400), max_size=60),
+)
+def test_spending_a_credit_is_a_refill_then_a_spend(
+    rate: float, burst: float, cost: float, gaps: list[int]
+) -> None:
+    fast, slow = CreditBucket.full(rate, burst, 1000), CreditBucket.full(rate, burst, 1000)
+    reference = _Refill(slow)
+    now = 1000
+    for gap in gaps:
+        now += gap  # gaps below zero: a clock read out of order
+        assert fast.spend(now, cost) == reference.spend(now, cost)
+        assert fast == slow
+
+
+def test_only_the_first_move_after_a_flush_sets_the_progress_timer_and_a_win_still_ends() -> None:
+    host = Identity("h", "host")
+    room = Room("ABCD", m.RoomOptions(countdown_s=0, undo=m.UndoPolicy.FREE), host, 0,
+                RoomTimings(progress_interval_ms=250))
+    room.start("h", 0, Fresh("42", "race-1"))
+    room.deal_ready(1, DEALT, 0)
+    assert room.phase is m.Phase.RACING
+    _, reason, outputs = room.answer_move("h", 1, m.MoveAction.DRAW, None, 10)
+    assert reason is None and list(outputs) == [SetTimer(PROGRESS_TIMER, 250)]
+    assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 20)[2] == ()
+    assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 30)[2] == ()  # a resend
+    refused = room.answer_move("h", 3, m.MoveAction.UNDO, None, 40)
+    assert refused[1] is Reason.NOTHING_TO_UNDO and refused[2] == ()
+    with pytest.raises(ProtocolError) as skipped:
+        room.answer_move("h", 9, m.MoveAction.DRAW, None, 50)
+    assert skipped.value.code is ErrorCode.SEQ_OUT_OF_ORDER and skipped.value.seq == 9
+    assert room.on_timer(PROGRESS_TIMER, 250)  # the flush
+    assert list(room.answer_move("h", 4, m.MoveAction.DRAW, None, 260)[2]) == [
+        SetTimer(PROGRESS_TIMER, 500)
+    ]
+    assert room.answer_move("h", 5, m.MoveAction.UNDO, None, 270)[1] is None  # back to the deal
+    last: list[Output] = []
+    for seq, move in enumerate(DEALT.solution, start=6):
+        action = m.MoveAction.DRAW if move == DRAW else m.MoveAction.PLAY
+        frame, reason, outputs = room.answer_move(
+            "h", seq, action, None if move == DRAW else int(move), 300
+        )
+        assert reason is None
+        last = list(outputs)
+    won = message_of(msgpack.unpackb(frame))
+    assert won.status is Status.WON and won.cleared == 28
+    assert frame == codec.encode_msgpack(won)
+    # The winning move ends the race of the lone player, with the progress timer still due.
+    assert room.race is not None and room.race.over
+    assert any(isinstance(out, ToPlayers) and isinstance(out.message, m.RaceOver) for out in last)
