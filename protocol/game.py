@@ -215,6 +215,9 @@ class Status(enum.Enum):
     STUCK = "stuck"
 
 
+_PLAYING: Final = Status.PLAYING  # an enum member read from its class costs a lookup each time
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How a finished game ended: ``WON`` or ``STUCK``."""
@@ -342,6 +345,20 @@ class Game:
         """The moves that stand (undone moves are gone from it)."""
         return tuple(self._history)
 
+    def tally(self) -> tuple[Card | None, int, int, int, int, int, Status]:
+        """``(waste_top, stock_left, cleared, moves, draws, undos, status)`` in one call:
+        what the server sends after every move."""
+        waste = self._waste
+        return (
+            waste[-1] if waste else None,
+            len(self.deal.stock) - self._drawn,
+            self._cleared,
+            self._moves,
+            self._draws,
+            self._undos,
+            self._status or self.status,
+        )
+
     def is_removed(self, position: int) -> bool:
         """True when the card at ``position`` has been played."""
         _check_position(position)
@@ -431,7 +448,7 @@ class Game:
         if not (
             type(position) is int
             and 0 <= position < PEAK_CARDS
-            and (self._status or self.status) is Status.PLAYING
+            and (self._status or self.status) is _PLAYING
             and not removed[position]
             and not covering[position]
             and (not waste or peaks[position] in self._fits_on[waste[-1]])
@@ -444,7 +461,10 @@ class Game:
         waste.append(peaks[position])
         self._history.append(position)
         self._moves += 1
-        self._status = None
+        # Still playing while cards are left on both; otherwise worked out when asked.
+        self._status = (
+            _PLAYING if self._cleared < PEAK_CARDS and self._drawn < len(self.deal.stock) else None
+        )
         board = self._board
         board[position] = None
         turned: list[int] = []
@@ -458,7 +478,7 @@ class Game:
     def draw(self) -> Card:
         """Turn the next stock card onto the waste and return it."""
         drawn, stock = self._drawn, self.deal.stock
-        if drawn == len(stock) or (self._status or self.status) is not Status.PLAYING:
+        if drawn == len(stock) or (self._status or self.status) is not _PLAYING:
             reason, detail = self._refusal(DRAW)
             assert reason is not None
             raise _error(reason, detail)
@@ -468,7 +488,7 @@ class Game:
         self._history.append(DRAW)
         self._moves += 1
         self._draws += 1
-        self._status = None
+        self._status = _PLAYING if drawn + 1 < len(stock) else None  # cleared is under 28
         return card
 
     def push(self, move: Move) -> None:
@@ -500,13 +520,14 @@ class Game:
         move = history.pop()
         self._waste.pop()
         self._undos += 1
-        self._status = None
         if move == DRAW:
             self._drawn -= 1
+            self._status = _PLAYING  # a card is back in the stock
             return move, ()
         assert isinstance(move, int)
         self._removed[move] = False
         self._cleared -= 1
+        self._status = _PLAYING if self._drawn < len(self.deal.stock) else None
         covering, board = self._covering, self._board
         board[move] = ALL_CODES[self.deal.peaks[move]]
         hidden: list[int] = []

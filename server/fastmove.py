@@ -14,9 +14,9 @@ those of the general path (``tests/test_server_fastpath.py`` compares them).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from protocol import codec
+from protocol.codec import parse_move
 from protocol.errors import ProtocolError
 from protocol.messages import MoveRequest, Phase
 from server.connection import Connection
@@ -25,7 +25,9 @@ from server.metrics import Metrics
 if TYPE_CHECKING:
     from server.hub import Hub
 
-_TAG = MoveRequest.TAG
+_TAG: Final = MoveRequest.TAG
+_RACING: Final = Phase.RACING
+_SAMPLE: Final = Metrics.MOVE_SAMPLE
 
 
 def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
@@ -35,21 +37,21 @@ def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
     connection speaks msgpack.
     """
     session = conn.session
-    if session is None or session.room is None or hub.closing:
+    if session is None or hub.closing:
         return False
-    handle = hub.rooms.get(session.room)
+    handle = hub.rooms.get(session.room)  # type: ignore[arg-type]  # None finds nothing
     if handle is None:
         return False
     room = handle.room
     pid = session.identity.player_id
-    if room.phase is not Phase.RACING or pid not in room.seats:
+    if room.phase is not _RACING or pid not in room.seats:
         return False
-    move = codec.parse_move(frame)
+    move = parse_move(frame)
     if move is None:
         return False
     seq, action, position = move
     count = hub.move_count = hub.move_count + 1
-    timed = not count % Metrics.MOVE_SAMPLE
+    timed = not count % _SAMPLE
     started = time.perf_counter() if timed else 0.0
     try:
         answer, reason, outputs = room.answer_move(pid, seq, action, position, now_ms)

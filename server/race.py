@@ -45,6 +45,7 @@ MAX_REFUSALS_LOGGED: Final = 1000
 _LOG_ACTIONS: Final = ("play", "draw", "undo", "resign", "timeout", "leave")
 _LOG_ACTION_INDEX: Final = {name: i for i, name in enumerate(_LOG_ACTIONS)}
 _CARD_INDEX: Final = {code: i for i, code in enumerate(ALL_CODES)}
+_LOG_PLAY, _LOG_DRAW, _LOG_UNDO = (_LOG_ACTION_INDEX[name] for name in ("play", "draw", "undo"))
 
 
 class MoveLog:
@@ -56,10 +57,11 @@ class MoveLog:
     not.  :meth:`entries` turns them into :class:`MoveLogEntry` at the end.
     """
 
-    __slots__ = ("_ints",)
+    __slots__ = ("ints",)
 
     def __init__(self) -> None:
-        self._ints = array("q")
+        #: The entries, seven integers each (see :meth:`append`; -1 for ``None``).
+        self.ints = array("q")
 
     def append(
         self,
@@ -72,22 +74,14 @@ class MoveLog:
         card: str | None,
     ) -> None:
         """Log one entry (the fields of :class:`MoveLogEntry`)."""
-        self._ints.extend((
+        self.ints.extend((
             seq, at_ms, _LOG_ACTION_INDEX[action], -1 if position is None else position,
             accepted, -1 if reason is None else reason, -1 if card is None else _CARD_INDEX[card],
         ))
 
-    def add(
-        self, seq: int, at_ms: int, action: int, position: int, accepted: bool, reason: int,
-        card: int,
-    ) -> None:
-        """:meth:`append` for the hot path: the action's index in the log's actions, the card
-        as a card number, and -1 for a missing position, reason or card."""
-        self._ints.extend((seq, at_ms, action, position, accepted, reason, card))
-
     def entries(self) -> tuple[MoveLogEntry, ...]:
         """Every entry, oldest first."""
-        ints = self._ints
+        ints = self.ints
         return tuple(
             MoveLogEntry(
                 ints[i], ints[i + 1], _LOG_ACTIONS[ints[i + 2]],
@@ -99,7 +93,7 @@ class MoveLog:
         )
 
     def __len__(self) -> int:
-        return len(self._ints) // 7
+        return len(self.ints) // 7
 
 #: ``action.value`` without the enum descriptor's cost on every move.
 _ACTION_NAME: Final = {action: action.value for action in MoveAction}
@@ -129,10 +123,9 @@ class Racer:
     game: Game
     status: PlayerStatus = PlayerStatus.RACING
     last_seq: int = 0
-    #: The frames of the last answers (seqs up to ``last_seq``), for resends; and their
-    #: reason codes (0: accepted).  Bytes and small ints give the collector no work.
+    #: The frames of the last answers (seqs up to ``last_seq``), for resends.  Bytes give
+    #: the collector no work.
     answers: deque[bytes] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
-    refusals: deque[int] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
     #: Every move attempt (and how the player stopped), for the stored race.
     log: MoveLog = field(default_factory=MoveLog)
     refusals_logged: int = 0
@@ -233,8 +226,9 @@ class Race:
             back = last - seq  # answers[-1] is the answer to last_seq
             if back >= len(racer.answers):
                 raise SeqOutOfOrder(last + 1, seq)
-            reason = racer.refusals[-1 - back]
-            return racer.answers[-1 - back], Reason(reason) if reason else None, False
+            frame = racer.answers[-1 - back]
+            reason = msgpack.unpackb(frame)["reason"]  # resends are rare: read it back
+            return frame, None if reason is None else Reason(reason), False
         if seq != last + 1:
             raise SeqOutOfOrder(last + 1, seq)
         racer.last_seq = seq
@@ -259,39 +253,54 @@ class Race:
                     bytes((0x90 + len(turned),)) + b"".join([items[q] for q in turned]),
                 )
                 racer.cleared_at_ms = at
-                racer.log.add(seq, at, 0, position, True, -1, card)
+                logged = (seq, at, _LOG_PLAY, position, True, -1, card)
             elif action is _DRAW:
                 position = None  # a draw has none, even if the caller gave one
                 card = game.draw()
                 middle = _DRAW_MIDDLE % _CARDS[card]
-                racer.log.add(seq, at, 1, -1, True, -1, card)
+                logged = (seq, at, _LOG_DRAW, -1, True, -1, card)
             else:
                 undone, hidden = game.take_back()
                 racer.penalty_ms += self.undo_penalty_ms
                 racer.cleared_at_ms = at
                 if undone == DRAW:
                     middle = _UNDO_DRAW_MIDDLE
-                    racer.log.add(seq, at, 2, -1, True, -1, -1)
+                    logged = (seq, at, _LOG_UNDO, -1, True, -1, -1)
                 else:
                     assert isinstance(undone, int)
                     card = peaks[undone]
                     middle = _UNDO_PLAY_MIDDLE % (
                         _int(undone), _CARDS[card], bytes((0x90 + len(hidden), *hidden))
                     )
-                    racer.log.add(seq, at, 2, undone, True, -1, card)
+                    logged = (seq, at, _LOG_UNDO, undone, True, -1, card)
         except IllegalMoveError as refusal:
             reason = refusal.reason
             return self._refuse(racer, seq, action, position, reason, at), reason, True
-        status = game.status
+        racer.log.ints.extend(logged)  # as MoveLog.append would: -1 for none, card numbers
+        top, stock, cleared, moves, draws, undos, status = game.tally()
         if status is _PLAYING:
             # An undo out of a stuck position puts the player back in the race.
-            racer.status = PlayerStatus.RACING
+            racer.status = _RACING
             racer.done_ms = None
+            status_bytes = _PLAYING_BYTES
         else:
             self._stopped_by(racer, status, at)
-        frame = _frame(racer, seq, middle, at)
+            status_bytes = _STATUS_BYTES[status]
+        ints, n, penalty = _INTS, len(_INTS), racer.penalty_ms
+        frame = _FRAME % (
+            ints[seq] if seq < n else pack_wire(seq),
+            middle,
+            _NIL if top is None else _CARDS[top],
+            ints[stock],
+            ints[cleared],
+            ints[moves] if moves < n else pack_wire(moves),
+            ints[draws] if draws < n else pack_wire(draws),
+            ints[undos] if undos < n else pack_wire(undos),
+            status_bytes,
+            ints[penalty] if penalty < n else pack_wire(penalty),
+            ints[at] if at < n else pack_wire(at),
+        )
         racer.answers.append(frame)
-        racer.refusals.append(0)
         return frame, None, True
 
     def resign(self, player_id: str, now_ms: int) -> bool:
@@ -367,7 +376,6 @@ class Race:
         middle = _REFUSED_MIDDLE % (pack_wire(action), pack_wire(reason), pack_wire(position))
         frame = _frame(racer, seq, middle, at)
         racer.answers.append(frame)
-        racer.refusals.append(int(reason))
         return frame
 
     def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
@@ -403,6 +411,7 @@ _STATUS_OF_NAME: Final = {status.value: status for status in Status}
 # is a byte template (``%b`` where a value goes) filled with ready-packed values.
 # tests/test_server_fastpath.py holds every kind of answer to the codec's bytes.
 _PLAY, _DRAW = MoveAction.PLAY, MoveAction.DRAW
+_RACING: Final = PlayerStatus.RACING
 _NIL: Final = b"\xc0"
 _SLOT: Final = object()
 #: Small non-negative integers, packed (larger ones are packed when needed).
@@ -464,25 +473,12 @@ def uncovered_pieces(peaks: tuple[int, ...]) -> tuple[bytes, ...]:
 
 def _frame(racer: Racer, seq: int, middle: bytes, at: int) -> bytes:
     """The answer's frame: ``middle`` (packed from ``action`` to ``undone``) and the rest
-    from the player's state."""
-    game = racer.game
-    ints, n = _INTS, len(_INTS)
-    top = game.waste_top
-    stock, cleared, moves = game.stock_left, game.cleared, game.moves
-    draws, undos, penalty = game.draws, game.undos, racer.penalty_ms
-    status = game.status
+    from the player's state.  (:meth:`Race.respond` writes this out for accepted moves.)"""
+    top, stock, cleared, moves, draws, undos, status = racer.game.tally()
     return _FRAME % (
-        ints[seq] if seq < n else pack_wire(seq),
-        middle,
-        _NIL if top is None else _CARDS[top],
-        ints[stock],
-        ints[cleared],
-        ints[moves] if moves < n else pack_wire(moves),
-        ints[draws] if draws < n else pack_wire(draws),
-        ints[undos] if undos < n else pack_wire(undos),
-        _PLAYING_BYTES if status is _PLAYING else _STATUS_BYTES[status],
-        ints[penalty] if penalty < n else pack_wire(penalty),
-        ints[at] if at < n else pack_wire(at),
+        _int(seq), middle, _NIL if top is None else _CARDS[top], _int(stock), _int(cleared),
+        _int(moves), _int(draws), _int(undos), _STATUS_BYTES[status], _int(racer.penalty_ms),
+        _int(at),
     )
 
 
