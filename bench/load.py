@@ -57,6 +57,9 @@ BURST_P99_TARGET_MS = 100.0
 #: Share of the server's core taken by other processes above which a capacity
 #: step that missed its target is run once more.
 DISTURBED_PCT = 10.0
+#: The ratio compares two servers' cost per round trip only while each one is the limit.
+SATURATED_SERVER_PCT = 95.0
+RATIO_DISTURBED_PCT = 5.0
 # Every connection comes from 127.0.0.1, so the per-address limits that
 # protect a real deployment would throttle the benchmark itself.
 SERVER_FLAGS = (
@@ -299,6 +302,7 @@ class Bench:
             "server_core_busy_by_others_pct": result.server.get("core_busy_by_others_pct"),
             "generator_cpu_pct": result.generator_cpu_pct,
             "generator_saturated": result.generator_saturated,
+            "generator_core_busy_by_others_pct": result.generator_core_busy_by_others_pct,
             "window_s": round(result.wall_s, 2),
         }
 
@@ -374,6 +378,27 @@ def machine() -> dict[str, Any]:
 RUNS = ("echo", "idle", "human", "saturation", "interference", "capacity")
 
 
+def ratio_disturbances(echo: dict[str, Any], game: dict[str, Any]) -> list[str]:
+    """Why the ratio may not compare the two servers' costs (empty: it does).
+
+    Both windows must be limited by their server: its core full, nobody else on
+    either core, and the generator below its own limit.
+    """
+    reasons = []
+    for name, fig in (("echo", echo), ("saturation", game)):
+        cpu = fig.get("server_cpu_pct") or 0.0
+        if cpu < SATURATED_SERVER_PCT:
+            reasons.append(f"{name}: server at {cpu}% of its core")
+        for core, key in ((0, "server_core_busy_by_others_pct"),
+                          (1, "generator_core_busy_by_others_pct")):
+            others = fig.get(key) or 0.0
+            if others > RATIO_DISTURBED_PCT:
+                reasons.append(f"{name}: others took {others}% of core {core}")
+        if fig.get("generator_saturated"):
+            reasons.append(f"{name}: generator saturated")
+    return reasons
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the load benchmark; 0 when every run completed (targets are reported, not enforced)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -423,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     game_rate = figures.get("saturation", {}).get("accepted_moves_per_s")
     if echo_rate and game_rate is not None:
         figures["ratio_game_to_echo"] = round(game_rate / echo_rate, 3)
+        figures["ratio_disturbed_by"] = ratio_disturbances(figures["echo"], figures["saturation"])
     figures["machine"] = machine()
     figures["scale"] = vars(scale)
     figures["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began))

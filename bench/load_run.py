@@ -34,6 +34,8 @@ class WindowResult:
     generator_cpu_pct: float = 0.0
     server: dict[str, float] = field(default_factory=dict)
     ready: list[dict[str, Any]] = field(default_factory=list)
+    #: Share of the generators' core that other processes took during the window.
+    generator_core_busy_by_others_pct: float = 0.0
 
     def rate(self, name: str) -> float:
         """Counter ``name`` per second of the window."""
@@ -120,11 +122,13 @@ def run_window(
             if before_go is not None:
                 before_go()
             window = CpuWindow(server_pid)
+            generator_core_at_go = core_busy(GENERATOR_CORE)
             for worker in workers:
                 worker.go()
             duration = max(float(job["duration_s"]) for job in jobs)
             events = [w.read_event("result", duration + setup_timeout_s) for w in workers]
             result.server = window.finish()
+            generator_core = busy_share(generator_core_at_go, core_busy(GENERATOR_CORE))
         finally:
             for worker in workers:
                 stop(worker.proc, grace_s=5.0)
@@ -138,7 +142,26 @@ def run_window(
         result.wall_s = max(result.wall_s, float(event["wall_s"]))
         result.generator_cpu_pct += float(event["generator_cpu_pct"])
     result.generator_cpu_pct = round(result.generator_cpu_pct, 1)
+    result.generator_core_busy_by_others_pct = round(
+        max(0.0, generator_core - result.generator_cpu_pct), 1
+    )
     return result
+
+
+def core_busy(core: int) -> tuple[float, float]:
+    """(busy, total) seconds of ``core`` so far, whoever used it."""
+    times = psutil.cpu_times(percpu=True)
+    if core >= len(times):
+        return 0.0, 0.0
+    idle = times[core].idle + getattr(times[core], "iowait", 0.0)
+    total = sum(times[core])
+    return total - idle, total
+
+
+def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """Percent of the core that was busy between two :func:`core_busy` readings."""
+    total = after[1] - before[1]
+    return 100 * (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 def pin_children(pid: int, cores: list[int] | None) -> None:

@@ -35,8 +35,9 @@ def _race_rows(name: str, fig: dict[str, Any]) -> list[str]:
         f"{'':13}server CPU {fig.get('server_cpu_pct')}% (+deal pool"
         f" {fig.get('server_children_cpu_pct')}%)  RSS {fig.get('server_rss_mib')} MiB"
         f"  generator CPU {gen}",
-        f"{'':13}core 0 taken by other processes on this shared machine:"
-        f" {fig.get('server_core_busy_by_others_pct')}%",
+        f"{'':13}taken by other processes on this shared machine: core 0"
+        f" {fig.get('server_core_busy_by_others_pct')}%, core 1"
+        f" {fig.get('generator_core_busy_by_others_pct')}%",
     ]
     mix = fig.get("accepted_by_action") or {}
     total = sum(mix.values())
@@ -73,7 +74,9 @@ def print_table(figures: dict[str, Any]) -> None:
             f"{'echo':<13}{echo['connections']:>7} connections, {echo['frame_bytes']} B frames:"
             f" {echo['round_trips_per_s']:.0f} round trips/s, RTT p99"
             f" {_ms(echo.get('rtt'), 'p99_ms')} ms, server CPU {echo.get('server_cpu_pct')}%,"
-            f" generator CPU {echo.get('generator_cpu_pct')}%{gen}"
+            f" generator CPU {echo.get('generator_cpu_pct')}%{gen}; taken by others: core 0"
+            f" {echo.get('server_core_busy_by_others_pct')}%, core 1"
+            f" {echo.get('generator_core_busy_by_others_pct')}%"
         )
     idle = figures.get("idle")
     if idle:
@@ -103,6 +106,8 @@ def print_table(figures: dict[str, Any]) -> None:
     ratio = figures.get("ratio_game_to_echo")
     lines.append(f"  game moves/s / echo round trips/s = {ratio} (>= {TARGET_RATIO}):"
                  f" {_verdict(None if ratio is None else ratio >= TARGET_RATIO)}")
+    for reason in figures.get("ratio_disturbed_by") or ():
+        lines.append(f"    NOT A CLEAN MEASURE: {reason}")
     if cap:
         best = cap["largest_ok_players"]
         lines.append(f"  players at human pace with p99 < 50 ms: {best} (>= {TARGET_PLAYERS}):"
