@@ -1,10 +1,16 @@
-"""A lean load-generator client for the race server, on aiohttp and :mod:`protocol.codec`.
+"""A lean load-generator client for the race server, on :mod:`bench.load_wire` and msgpack.
 
 The terminal client's bots (:mod:`client_cli.bot`) are built for play, not
 for timing each move; this client is built to be cheap and to time things:
 
-- every frame is counted, and decoded with plain ``msgpack.unpackb`` (the
-  server's frames are trusted here; the codec validates them in the tests);
+- every frame is counted, and decoded with plain ``msgpack.unpackb`` when
+  it is of use (the server's frames are trusted here; the codec validates
+  them in the tests); a ``move_result`` is recognised by its first bytes and
+  decoded with bytes keys, which makes no strings;
+- a move goes out as a WebSocket frame built ahead, with its seq spliced in
+  (:func:`move_wire_frame`; a test checks it against the codec);
+- what happens per move is counted in plain attributes and timed into raw
+  arrays (:class:`Meters`); histograms are made when the window closes;
 - a player times each move from send to its ``move_result`` (``rtt``);
 - the room's spectator times each move from send until a ``spectator_board``
   showing it arrives (``fanout``);
@@ -24,13 +30,13 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import msgpack
 
-from bench.load_stats import Histogram
-from bench.load_wire import WireClient, connect
+from bench.load_stats import Meters as Meters  # re-exported: the jobs import it from here
+from bench.load_wire import OP_BINARY, SATURATION_CYCLE_S, Pacer, WireClient, connect, pace_from_env
+from bench.load_wire import frame as ws_frame
 from protocol import codec
 from protocol import messages as m
 from protocol.cards import ALL_CODES, RANKS, is_adjacent
@@ -42,10 +48,23 @@ FITS: dict[str, frozenset[str]] = {
     top: frozenset(c for c in ALL_CODES if is_adjacent(RANK_OF[c], RANK_OF[top], True))
     for top in ALL_CODES
 }
+#: The ranks that fit on each waste top as the answers carry it (raw bytes, as
+#: ``unpackb(raw=True)`` gives it); any rank fits on an empty waste.
+FIT_RANKS: dict[bytes | None, tuple[int, ...]] = {
+    top.encode(): tuple(r for r in range(len(RANKS)) if is_adjacent(r, RANK_OF[top], True))
+    for top in ALL_CODES
+}
+FIT_RANKS[None] = tuple(range(len(RANKS)))
+RAW_RANK: dict[bytes, int] = {code.encode(): rank for code, rank in RANK_OF.items()}
 #: Undos a stuck (or about to win) player makes before playing forward again.
 UNDO_RUN = 6
 CONNECT_GATE = 64
 SETUP_GATE = 64
+#: Move actions by the index the players use for them.
+PLAY, DRAW, UNDO = 0, 1, 2
+ACTIONS: Final = (m.MoveAction.PLAY, m.MoveAction.DRAW, m.MoveAction.UNDO)
+#: A ``move_result`` frame starts with a map of 16+ keys (3 bytes), then this.
+MOVE_RESULT_HEAD: Final = b"\xa1t\xabmove_result"
 
 
 def room_options(**overrides: Any) -> m.RoomOptions:
@@ -62,37 +81,15 @@ def room_options(**overrides: Any) -> m.RoomOptions:
     return m.RoomOptions(**base)
 
 
-@dataclass
-class Meters:
-    """Everything one generator process measures during the window."""
+#: The bytes of a ``move`` map before its seq (the codec's key order).
+_MOVE_HEAD: Final = b"\x84" + b"".join(msgpack.packb(x) for x in ("t", "move", "seq"))
 
-    measuring: bool = False
-    hists: dict[str, Histogram] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    burst_active: bool = False
-    opened: float = 0.0  # perf_counter() when the window opened
-    worst_by_second: list[float] = field(default_factory=list)
 
-    def record(self, name: str, seconds: float) -> None:
-        if self.measuring:
-            hist = self.hists.get(name)
-            if hist is None:
-                hist = self.hists[name] = Histogram()
-            hist.record(seconds)
-
-    def timeline(self, sent: float, seconds: float) -> None:
-        """Worst move round trip per second of the window (to see stalls)."""
-        if self.measuring:
-            second = int(sent - self.opened)
-            if second >= 0:
-                while len(self.worst_by_second) <= second:
-                    self.worst_by_second.append(0.0)
-                if seconds > self.worst_by_second[second]:
-                    self.worst_by_second[second] = seconds
-
-    def count(self, name: str, n: int = 1) -> None:
-        if self.measuring:
-            self.counts[name] = self.counts.get(name, 0) + n
+def _move_tail(action: m.MoveAction, position: int | None) -> bytes:
+    """The bytes of a ``move`` map after its seq."""
+    return b"".join(msgpack.packb(x) for x in ("action", action.value, "position", position))
+#: msgpack bytes of the sequence numbers players reach in a run (larger ones are packed).
+_SEQ_BYTES: Final[list[bytes]] = [msgpack.packb(n) for n in range(1 << 15)]
 
 
 def move_frame(seq: int, action: m.MoveAction, position: int | None) -> bytes:
@@ -101,7 +98,38 @@ def move_frame(seq: int, action: m.MoveAction, position: int | None) -> bytes:
     The generator sends tens of thousands of moves per second from one core;
     ``tests/test_bench_load.py`` checks the bytes are the codec's.
     """
-    return msgpack.packb({"t": "move", "seq": seq, "action": action.value, "position": position})
+    packed: bytes = msgpack.packb(seq)
+    return _MOVE_HEAD + packed + _move_tail(action, position)
+
+
+def _wire_parts(action: m.MoveAction, position: int | None) -> tuple[bytes, ...]:
+    """``(tail, *prefix by seq length)``: a move's frame is ``prefix[len(seq)] + seq + tail``.
+
+    The prefix is the WebSocket header (zero mask key, see :mod:`bench.load_wire`)
+    and the map up to the seq; the seq takes 1, 2, 3 or 5 bytes.
+    """
+    tail = _move_tail(action, position)
+    prefixes = [
+        ws_frame(OP_BINARY, _MOVE_HEAD + b"\x00" * size + tail)[: -size - len(tail)]
+        for size in range(1, 6)
+    ]
+    return (tail, *prefixes)
+
+
+#: ``_WIRE_PARTS[action][position or 0]``: see :func:`_wire_parts`.
+_WIRE_PARTS: Final = (
+    [_wire_parts(m.MoveAction.PLAY, position) for position in range(28)],
+    [_wire_parts(m.MoveAction.DRAW, None)],
+    [_wire_parts(m.MoveAction.UNDO, None)],
+)
+
+
+def move_wire_frame(seq: int, action: int, position: int | None) -> bytes:
+    """The whole WebSocket frame of :func:`move_frame` (``action`` is PLAY, DRAW or UNDO),
+    from bytes made ahead: what a player writes for each move."""
+    parts = _WIRE_PARTS[action][position or 0]
+    packed: bytes = _SEQ_BYTES[seq] if seq < 1 << 15 else msgpack.packb(seq)
+    return parts[len(packed)] + packed + parts[0]
 
 
 class SetupError(RuntimeError):
@@ -124,13 +152,19 @@ def peek_tag(data: bytes) -> str | None:
 
 
 class Conn:
-    """One WebSocket whose frames are counted and dispatched by tag, from callbacks."""
+    """One WebSocket whose frames are counted and dispatched by tag, from callbacks.
+
+    ``move_result`` frames, nearly all a player gets, go undecoded to
+    :attr:`on_move_result`; other frames are decoded when a handler or a
+    waiter wants them.
+    """
 
     def __init__(self, wire: WireClient, meters: Meters) -> None:
         self.wire = wire
         self.meters = meters
         self.waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self.on_move_result: Callable[[bytes], None] | None = None
         self.player_id = ""
         wire.on_message = self._on_message
         wire.on_close = lambda: self._fail(SetupError("socket closed"))
@@ -152,24 +186,30 @@ class Conn:
         return await asyncio.wait_for(future, timeout)
 
     def _on_message(self, data: bytes) -> None:
-        meters = self.meters
-        if meters.measuring:
-            meters.counts["frames_in"] = meters.counts.get("frames_in", 0) + 1
+        self.meters.frames_in += 1
+        if data.startswith(MOVE_RESULT_HEAD, 3) and self.on_move_result is not None:
+            self.on_move_result(data)
+            return
         tag = peek_tag(data)
         useless = tag not in self.handlers and tag not in self.waiters and tag != "error"
         if tag is not None and useless:
             return  # counted, and of no use to this client: not worth decoding
-        frame = msgpack.unpackb(data)
-        tag = frame["t"]
+        decoded = msgpack.unpackb(data)
+        tag = decoded["t"]
+        if tag == "move_result" and self.on_move_result is not None:
+            self.on_move_result(data)  # a move_result laid out unlike the usual one
+            return
         handler = self.handlers.get(tag)
         if handler is not None:
-            handler(frame)
+            handler(decoded)
         if self.waiters:
             waiter = self.waiters.pop(tag, None)
             if waiter is not None and not waiter.done():
-                waiter.set_result(frame)
+                waiter.set_result(decoded)
             elif tag == "error":
-                self._fail(SetupError(f"server error {frame.get('code')}: {frame.get('message')}"))
+                self._fail(
+                    SetupError(f"server error {decoded.get('code')}: {decoded.get('message')}")
+                )
 
     def _fail(self, exc: Exception) -> None:
         for waiter in self.waiters.values():
@@ -193,21 +233,41 @@ async def open_conn(url: str, meters: Meters, name: str, gate: asyncio.Semaphore
 
 
 class Clock:
-    """When the window ends; known only at ``go``, so players read it live."""
+    """When the window ends; known only at ``go``, so players read it live.
+
+    Players at saturation pace the event loop through it (one :class:`Pacer`
+    for the whole job), until the deadline.
+    """
 
     deadline: float = math.inf
 
+    def __init__(self) -> None:
+        self.pacer = Pacer(pace_from_env(SATURATION_CYCLE_S))
+
+    def pace(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start pacing ``loop`` (the first call does)."""
+        self.pacer.start(loop, lambda: loop.time() < self.deadline)
+
 
 class Player:
-    """A seat in a race that plays from visible cards only."""
+    """A seat in a race that plays from visible cards only.
+
+    The face-up cards are kept by rank (``face[rank]`` holds their positions),
+    so that the cards fitting the waste top are found without scanning the
+    board.  Answers come as raw ``move_result`` frames, decoded with bytes
+    keys (no strings made for the keys and values).
+    """
 
     def __init__(self, conn: Conn, room: Room, player_id: str, rng: random.Random) -> None:
         self.conn = conn
+        self.wire = conn.wire
+        self.meters = conn.meters
         self.room = room
         self.player_id = player_id
         self.rng = rng
-        self.board: list[str | None] = []
-        self.waste_top: str | None = None
+        self.face: list[list[int]] = [[] for _ in RANKS]
+        self.rank_at = [-1] * 28  # rank of the face-up card at each position, else -1
+        self.fits = FIT_RANKS[None]  # ranks that fit on the waste top
         self.stock_left = 0
         self.cleared = 0
         self.actions = 0  # accepted moves + undos: what a spectator board shows as moves + undos
@@ -216,6 +276,7 @@ class Player:
         self.seq = 0
         self.started = asyncio.get_running_loop().create_future()
         # Play state: see play().
+        self.loop = asyncio.get_running_loop()
         self.interval_s = 0.0
         self.clock = Clock()
         self.next_at = 0.0
@@ -224,67 +285,90 @@ class Player:
         self.overdue = False
         self.sent_at = 0.0
         self.during_burst = False
+        # Moves sent that spectators have not seen yet: (actions once accepted, sent at).
+        self.unseen: deque[tuple[int, float]] = deque()
+        self.watched = False
         conn.handlers["race_start"] = self._on_race_start
-        conn.handlers["move_result"] = self._on_result
+        conn.on_move_result = self._on_result
+        room.by_id[player_id] = self
 
     def _on_race_start(self, frame: dict[str, Any]) -> None:
         view = frame["view"]
-        self.board = list(view["board"])
-        self.waste_top = view["waste_top"]
+        self.face = [[] for _ in RANKS]
+        self.rank_at = [-1] * 28
+        for position, card in enumerate(view["board"]):
+            if card is not None and card != HIDDEN:
+                self._show(position, card.encode())
+        top = view["waste_top"]
+        self.fits = FIT_RANKS[None if top is None else top.encode()]
         self.stock_left = view["stock_left"]
         self.cleared = 0
         self.actions = 0
         self.depth = 0
+        self.unseen.clear()
         if not self.started.done():
             self.started.set_result(time.perf_counter())
 
-    def _on_result(self, frame: dict[str, Any]) -> None:
-        if frame["accepted"]:
-            action = frame["action"]
-            if action == "play":
-                self.board[frame["position"]] = None
-                for item in frame["uncovered"]:
-                    self.board[item["position"]] = item["card"]
+    def _show(self, position: int, card: bytes) -> None:
+        rank = RAW_RANK[card]
+        self.rank_at[position] = rank
+        self.face[rank].append(position)
+
+    def _hide(self, position: int) -> None:
+        rank = self.rank_at[position]
+        if rank >= 0:
+            self.face[rank].remove(position)
+            self.rank_at[position] = -1
+
+    def _on_result(self, data: bytes) -> None:
+        frame = msgpack.unpackb(data, raw=True)
+        meters = self.meters
+        if frame[b"accepted"]:
+            action = frame[b"action"]
+            if action == b"play":
+                self._hide(frame[b"position"])
+                for item in frame[b"uncovered"]:
+                    self._show(item[b"position"], item[b"card"])
                 self.depth += 1
-            elif action == "draw":
+                meters.accepted_play += 1
+            elif action == b"draw":
                 self.depth += 1
+                meters.accepted_draw += 1
             else:
-                if frame["undone"] == "play":
-                    self.board[frame["position"]] = frame["card"]
-                    for position in frame["hidden"]:
-                        self.board[position] = HIDDEN
+                if frame[b"undone"] == b"play":
+                    self._show(frame[b"position"], frame[b"card"])
+                    for position in frame[b"hidden"]:
+                        self._hide(position)
                 self.depth -= 1
-            self.waste_top = frame["waste_top"]
-            self.stock_left = frame["stock_left"]
-            self.cleared = frame["cleared"]
+                meters.accepted_undo += 1
+            self.fits = FIT_RANKS[frame[b"waste_top"]]
+            self.stock_left = frame[b"stock_left"]
+            self.cleared = frame[b"cleared"]
             self.actions += 1
-            self.conn.meters.count("accepted")
-            self.conn.meters.count("accepted_" + action)
         else:
-            self.conn.meters.count("rejected")
+            meters.rejected += 1
         self._answered()
 
-    def next_move(self) -> tuple[int, m.MoveAction, int | None]:
-        """Greedy on visible cards; undo a short run when stuck or about to win."""
-        self.seq += 1
+    def next_move(self) -> tuple[int, int | None]:
+        """``(action, position)``, greedy on visible cards; undo a short run when stuck or
+        about to win."""
         if self.undo_run > 0 and self.depth > 0:
             self.undo_run -= 1
-            return self.seq, m.MoveAction.UNDO, None
+            return UNDO, None
         self.undo_run = 0
-        playable = self._playable()
-        if playable and self.cleared < 27:
-            return self.seq, m.MoveAction.PLAY, self.rng.choice(playable)
-        if not playable and self.stock_left > 0:
-            return self.seq, m.MoveAction.DRAW, None
+        face, fits = self.face, self.fits
+        if len(fits) == 2:
+            low, high = face[fits[0]], face[fits[1]]
+        else:
+            low, high = [p for rank in fits for p in face[rank]], []
+        count = len(low) + len(high)
+        if count and self.cleared < 27:
+            pick = int(self.rng.random() * count)
+            return PLAY, low[pick] if pick < len(low) else high[pick - len(low)]
+        if not count and self.stock_left > 0:
+            return DRAW, None
         self.undo_run = UNDO_RUN - 1
-        return self.seq, m.MoveAction.UNDO, None
-
-    def _playable(self) -> list[int]:
-        top = self.waste_top
-        if top is None:
-            return [p for p, card in enumerate(self.board) if card is not None and card != HIDDEN]
-        fitting = FITS[top]
-        return [p for p, card in enumerate(self.board) if card in fitting]
+        return UNDO, None
 
     def play(self, interval_s: float, clock: Clock) -> None:
         """Move every ``interval_s`` (0: as soon as the last answer came) until the deadline.
@@ -295,16 +379,17 @@ class Player:
         """
         self.interval_s = interval_s
         self.clock = clock
-        loop = asyncio.get_running_loop()
+        self.watched = bool(self.room.spectators)
         if interval_s:
-            self.next_at = loop.time() + self.rng.random() * interval_s
-            self.timer = loop.call_at(self.next_at, self._tick)
+            self.next_at = self.loop.time() + self.rng.random() * interval_s
+            self.timer = self.loop.call_at(self.next_at, self._tick)
         else:
+            clock.pace(self.loop)
             self._send_move()
 
     def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        if loop.time() >= self.clock.deadline or self.conn.wire.closed:
+        loop = self.loop
+        if loop.time() >= self.clock.deadline or self.wire.closed:
             return
         self.next_at += self.interval_s
         self.timer = loop.call_at(self.next_at, self._tick)
@@ -314,29 +399,32 @@ class Player:
             self._send_move()
 
     def _send_move(self) -> None:
-        if asyncio.get_running_loop().time() >= self.clock.deadline:
+        if self.loop.time() >= self.clock.deadline:
             return
-        move = move_frame(*self.next_move())
-        meters = self.conn.meters
-        self.sent_at = time.perf_counter()
+        self.seq += 1
+        action, position = self.next_move()
+        data = move_wire_frame(self.seq, action, position)
+        meters = self.meters
+        self.sent_at = sent = time.perf_counter()
         self.during_burst = meters.burst_active and not self.room.in_burst
-        self.room.sent(self.player_id, self.actions + 1, self.sent_at)
+        if self.watched:
+            self.unseen.append((self.actions + 1, sent))
         self.awaiting = True
-        self.conn.wire.send(move)
-        if meters.measuring:
-            meters.counts["moves_sent"] = meters.counts.get("moves_sent", 0) + 1
+        self.wire.write(data)
+        meters.moves_sent += 1
 
     def _answered(self) -> None:
         """The answer to the move in flight arrived: time it, then maybe move again."""
         if not self.awaiting:
             return
         self.awaiting = False
-        rtt = time.perf_counter() - self.sent_at
-        meters = self.conn.meters
-        meters.record("rtt", rtt)
-        meters.timeline(self.sent_at, rtt)
+        sent = self.sent_at
+        rtt = time.perf_counter() - sent
+        meters = self.meters
+        meters.rtt.add(rtt)
+        meters.rtt_sent.add(sent)
         if self.during_burst:
-            meters.record("rtt_during_burst", rtt)
+            meters.rtt_during_burst.add(rtt)
         if not self.interval_s or self.overdue:
             self.overdue = False
             self._send_move()
@@ -355,9 +443,9 @@ class Room:
         self.code = code
         self.meters = meters
         self.players: list[Player] = []
+        self.by_id: dict[str, Player] = {}
         self.spectators: list[Conn] = []
         self.in_burst = False
-        self.pending: dict[str, deque[tuple[int, float]]] = {}
         self.all_ready = asyncio.Event()
         self.size = 0
         host.handlers["room_state"] = self._on_room_state
@@ -367,22 +455,18 @@ class Room:
         if len(members) == self.size and all(mb["ready"] for mb in members):
             self.all_ready.set()
 
-    def sent(self, player_id: str, actions_after: int, at: float) -> None:
-        """A move was sent that, if accepted, spectators will see as ``actions_after``."""
-        if self.spectators:
-            self.pending.setdefault(player_id, deque()).append((actions_after, at))
-
     def on_spectator_board(self, frame: dict[str, Any]) -> None:
         """Every move this board includes has now reached the (only) spectator."""
+        player = self.by_id.get(frame["player_id"])
+        if player is None or not player.unseen:
+            return
         view = frame["view"]
         shown = view["moves"] + view["undos"]
-        queue = self.pending.get(frame["player_id"])
-        if not queue:
-            return
+        queue = player.unseen
         now = time.perf_counter()
+        add = self.meters.fanout.add
         while queue and queue[0][0] <= shown:
-            _, at = queue.popleft()
-            self.meters.record("fanout", now - at)
+            add(now - queue.popleft()[1])
 
     async def start(self) -> float:
         """Start the race; the time until every player holds ``race_start``."""

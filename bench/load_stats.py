@@ -1,4 +1,4 @@
-"""Latency histograms and process CPU/RSS sampling for the load benchmark.
+"""Latency histograms, a generator's meters, and process CPU/RSS sampling for the load benchmark.
 
 The histogram is HdrHistogram-like: values are whole microseconds, kept exactly
 below 256 µs and in buckets of 1/128 of their power of two above that (under
@@ -9,8 +9,9 @@ adding counts and travel as small JSON objects.
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import psutil
 
@@ -91,6 +92,133 @@ class Histogram:
         """Read what :meth:`to_json` wrote."""
         counts = {int(k): int(v) for k, v in data["counts"].items()}
         return cls(counts=counts, total=sum(counts.values()), max_us=int(data["max_us"]))
+
+
+class Samples:
+    """Latencies in seconds, kept raw while a window runs and bucketed afterwards.
+
+    Appending a float to an array costs the generator a fraction of
+    :meth:`Histogram.record`; the histogram is built once, after the window,
+    when the generator's CPU is no longer measured.  ``add`` is the array's own
+    ``append``, so the hot path calls it without a method of ours in between.
+    """
+
+    __slots__ = ("add", "values")
+
+    def __init__(self) -> None:
+        self.values = array("d")
+        self.add = self.values.append
+
+    def clear(self) -> None:
+        """Forget every sample (``add`` stays valid)."""
+        del self.values[:]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def histogram(self) -> Histogram:
+        """The samples as a :class:`Histogram`."""
+        hist = Histogram()
+        counts = hist.counts
+        top = 0
+        for seconds in self.values:
+            micros = int(seconds * 1_000_000)
+            if micros < 0:
+                micros = 0
+            bucket = _bucket_of(micros)
+            counts[bucket] = counts.get(bucket, 0) + 1
+            if micros > top:
+                top = micros
+        hist.total = len(self.values)
+        hist.max_us = top
+        return hist
+
+
+class Meters:
+    """Everything one generator process measures during the window.
+
+    What happens once per move is kept cheap.  Its counters are plain
+    attributes that run all the time; the window reports how much they grew
+    between ``measuring = True`` and ``measuring = False``.  Its latencies go
+    raw into :class:`Samples` (emptied when the window opens) and become
+    histograms in :attr:`hists`, and :attr:`worst_by_second`, when it closes,
+    after the generator's CPU was measured.  Anything rarer goes through
+    :meth:`record` and :meth:`count`, which count only inside the window.
+    """
+
+    #: The always-running counters, by the name they have in :attr:`counts`.
+    HOT_COUNTS: Final = (
+        "frames_in", "moves_sent", "accepted_play", "accepted_draw", "accepted_undo", "rejected",
+    )
+
+    def __init__(self) -> None:
+        self.hists: dict[str, Histogram] = {}
+        self.counts: dict[str, int] = {}
+        self.burst_active = False
+        self.opened = 0.0  # perf_counter() when the window opened
+        self.worst_by_second: list[float] = []
+        self.frames_in = 0
+        self.moves_sent = 0
+        self.accepted_play = 0
+        self.accepted_draw = 0
+        self.accepted_undo = 0
+        self.rejected = 0
+        self.rtt = Samples()
+        self.rtt_sent = Samples()  # perf_counter() at each move's send, in step with rtt
+        self.rtt_during_burst = Samples()
+        self.fanout = Samples()
+        self._measuring = False
+        self._base: dict[str, int] = {}
+
+    @property
+    def measuring(self) -> bool:
+        """Whether the window is open; closing it turns the hot figures into counts and hists."""
+        return self._measuring
+
+    @measuring.setter
+    def measuring(self, on: bool) -> None:
+        if on and not self._measuring:
+            self._base = self._hot_counts()
+            for samples in (self.rtt, self.rtt_sent, self.rtt_during_burst, self.fanout):
+                samples.clear()
+        elif not on and self._measuring:
+            self._close_window()
+        self._measuring = on
+
+    def _hot_counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.HOT_COUNTS}
+
+    def _close_window(self) -> None:
+        grown = {name: n - self._base.get(name, 0) for name, n in self._hot_counts().items()}
+        grown["accepted"] = grown["accepted_play"] + grown["accepted_draw"] + grown["accepted_undo"]
+        for name, n in grown.items():
+            if n:
+                self.counts[name] = self.counts.get(name, 0) + n
+        for name, samples in (
+            ("rtt", self.rtt), ("rtt_during_burst", self.rtt_during_burst), ("fanout", self.fanout),
+        ):
+            if len(samples):
+                self.hists.setdefault(name, Histogram()).merge(samples.histogram())
+        worst = self.worst_by_second
+        opened = self.opened
+        for sent, seconds in zip(self.rtt_sent.values, self.rtt.values, strict=True):
+            second = int(sent - opened)
+            if second >= 0:
+                while len(worst) <= second:
+                    worst.append(0.0)
+                if seconds > worst[second]:
+                    worst[second] = seconds
+
+    def record(self, name: str, seconds: float) -> None:
+        if self._measuring:
+            hist = self.hists.get(name)
+            if hist is None:
+                hist = self.hists[name] = Histogram()
+            hist.record(seconds)
+
+    def count(self, name: str, n: int = 1) -> None:
+        if self._measuring:
+            self.counts[name] = self.counts.get(name, 0) + n
 
 
 class CpuWindow:

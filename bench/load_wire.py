@@ -10,6 +10,25 @@ transport from a timer or from the previous answer, with no task at all.
 It speaks just what the benchmark needs: the opening handshake with one
 subprotocol, masked binary frames out, unfragmented binary frames in, ping
 answered with pong, and the closing handshake.  It is not a general client.
+
+Two shortcuts keep a frame cheap, for the echo baseline and the game players
+alike (both use this client, so the comparison between them stays fair):
+
+- **The mask key is always zero.**  RFC 6455 requires every client frame to be
+  masked and lets the key be any 32-bit value; a key of four zero bytes is a
+  valid frame that every server unmasks as usual (the server's work does not
+  change: aiohttp XORs with whatever key it gets).  The RFC asks for
+  unpredictable keys so that a hostile page cannot steer the bytes an
+  intermediary proxy sees; here a benchmark talks to its own server over
+  loopback, with no proxy and no page, so that reason does not apply.  With a
+  zero key the masked payload is the payload, so a frame is its header plus
+  the payload, and frames that never change (the echo payload, the game's
+  moves) can be built ahead (:func:`frame`, :meth:`WireClient.write`).
+- **One whole frame per read is dispatched straight from the read.**  Nearly
+  every read holds exactly one small server frame; ``data_received`` hands its
+  payload over without copying it through the buffer.  Anything else (part of
+  a frame, several frames, control frames, a long frame) takes the buffered
+  parser.
 """
 
 from __future__ import annotations
@@ -18,8 +37,8 @@ import asyncio
 import base64
 import hashlib
 import os
-import random
 import struct
+import time
 from collections.abc import Callable
 from typing import Final, cast
 
@@ -33,31 +52,22 @@ class WireError(ConnectionError):
     """The handshake failed or the server sent something this client does not speak."""
 
 
-#: Mask keys need not be secret on loopback; a PRNG spares a system call per frame.
-_KEYS = random.Random()
-
-
-def _mask(payload: bytes) -> bytes:
-    """A fresh 4-byte key followed by ``payload`` XORed with it (client frames must be masked)."""
-    key = _KEYS.getrandbits(32).to_bytes(4, "big")
-    n = len(payload)
-    if n == 0:
-        return key
-    repeated = (key * (n // 4 + 1))[:n]
-    masked = int.from_bytes(payload, "big") ^ int.from_bytes(repeated, "big")
-    return key + masked.to_bytes(n, "big")
+#: The pacing cycle of closed-loop (saturation) generators, game and echo alike: see :class:`Pacer`.
+SATURATION_CYCLE_S: Final = 100e-6
+#: The mask key of every frame this client sends (see the module docstring).
+ZERO_KEY: Final = b"\x00\x00\x00\x00"
 
 
 def frame(opcode: int, payload: bytes) -> bytes:
-    """One final, masked client frame."""
+    """One final client frame, masked with the zero key (so the payload goes as it is)."""
     n = len(payload)
     if n < 126:
-        header = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
+        header = bytes((0x80 | opcode, 0x80 | n))
     elif n < 1 << 16:
         header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
     else:
         header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
-    return header + _mask(payload)
+    return header + ZERO_KEY + payload
 
 
 class WireClient(asyncio.Protocol):
@@ -86,6 +96,19 @@ class WireClient(asyncio.Protocol):
         self.transport.write(self._request)
 
     def data_received(self, data: bytes) -> None:
+        if self._handshaken and not self._buffer:
+            # The usual read: one whole, final, unmasked binary frame, short (its
+            # length in the second byte) or up to 64 KiB (a 16-bit length).
+            size = len(data)
+            if size >= 2 and data[0] == 0x82:
+                length = data[1]
+                if length < 126:
+                    if size == length + 2:
+                        self.on_message(data[2:])
+                        return
+                elif length == 126 and size >= 4 and size == ((data[2] << 8) | data[3]) + 4:
+                    self.on_message(data[4:])
+                    return
         self._buffer += data
         if not self._handshaken and not self._read_handshake():
             return
@@ -102,6 +125,11 @@ class WireClient(asyncio.Protocol):
         """Write one binary frame now (dropped silently once the socket is closed)."""
         if self.transport is not None and not self.closed:
             self.transport.write(frame(OP_BINARY, payload))
+
+    def write(self, framed: bytes) -> None:
+        """Write a frame already built by :func:`frame` (dropped once the socket is closed)."""
+        if self.transport is not None and not self.closed:
+            self.transport.write(framed)
 
     def close(self) -> None:
         """Start the closing handshake (1000) and drop the connection shortly after."""
@@ -188,6 +216,59 @@ class WireClient(asyncio.Protocol):
             self.open.set_exception(WireError(why))
         if self.transport is not None:
             self.transport.abort()
+
+
+class Pacer:
+    """Gives each turn of the event loop at least ``cycle_s``, by sleeping, while ``running()``.
+
+    A closed-loop generator that answers every frame at once hands the server
+    its next frame a few at a time: both processes then go to sleep and wake
+    up (a system call and a context switch, dear on a virtual machine) for
+    every few frames, and the server loses the batching it would have under a
+    real crowd of clients (it reads several sockets per turn of its loop).  On
+    this machine that made a cheaper generator *lower* the server's
+    throughput.  Sleeping for what is left of a short cycle lets the answers
+    pile up, so that each turn handles a batch and writes a batch.  A turn
+    that already took longer than the cycle does not sleep, so a busy
+    generator loses nothing.  The price: an answer waits up to one cycle
+    before it is timed, so round trips read up to ``cycle_s`` long (half of
+    it on average).  The sleep blocks the loop on purpose: a saturation run
+    has nothing else to do meanwhile.
+    """
+
+    #: Sleeps shorter than this cost more in timer slack than they save.
+    MIN_SLEEP_S: Final = 20e-6
+
+    def __init__(self, cycle_s: float) -> None:
+        self.cycle_s = cycle_s
+        self.started = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: Callable[[], bool] = lambda: False
+        self._turn_began = 0.0
+
+    def start(self, loop: asyncio.AbstractEventLoop, running: Callable[[], bool]) -> None:
+        """Pace ``loop`` from now until ``running()`` is false (once; later calls do nothing)."""
+        if self.started or self.cycle_s <= 0:
+            return
+        self.started = True
+        self._loop, self._running = loop, running
+        self._turn_began = time.perf_counter()
+        loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        if not self._running() or self._loop is None:
+            return
+        rest = self.cycle_s - (time.perf_counter() - self._turn_began)
+        if rest > self.MIN_SLEEP_S:
+            time.sleep(rest)
+        self._turn_began = time.perf_counter()
+        self._loop.call_soon(self._turn)
+
+
+def pace_from_env(default_s: float) -> float:
+    """The pacing cycle in seconds: ``BENCH_LOAD_PACE_US`` when set (0 turns pacing off)."""
+    value = os.environ.get("BENCH_LOAD_PACE_US")
+    return default_s if value is None else float(value) / 1e6
 
 
 async def connect(url: str, subprotocol: str, timeout: float = 30.0) -> WireClient:

@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.echo_server import use_fast_loop
 from bench.load_procs import raise_open_file_limit
-from bench.load_stats import Histogram
+from bench.load_stats import Samples
 
 Job = dict[str, Any]
 
@@ -59,13 +59,22 @@ async def run_echo(job: Job) -> None:
     """Closed-loop round trips on every connection as fast as the server answers.
 
     Uses the same lean client as the game players, so the two runs cost the
-    generator the same per frame.
+    generator the same per frame: the frame is built once (as the players'
+    moves are built ahead), the loop is paced as theirs is, and round trips
+    are timed raw and bucketed after the window (as theirs are).
     """
-    from bench.load_wire import WireClient, connect
+    from bench.load_wire import (
+        OP_BINARY,
+        SATURATION_CYCLE_S,
+        Pacer,
+        WireClient,
+        connect,
+        frame,
+        pace_from_env,
+    )
 
-    payload = b"\x00" * int(job["frame_bytes"])
-    rtt = Histogram()
-    counters = {"round_trips": 0, "errors": 0}
+    framed = frame(OP_BINARY, b"\x00" * int(job["frame_bytes"]))
+    rtt = Samples()
     gate = asyncio.Semaphore(64)
 
     async def one() -> WireClient:
@@ -83,31 +92,33 @@ async def run_echo(job: Job) -> None:
     running = [len(clients)]
 
     def pump(client: WireClient) -> None:
-        sent = [clock()]
+        sent = clock()
+        add = rtt.add
 
         def on_message(data: bytes) -> None:
+            nonlocal sent
             now = clock()
-            rtt.record(now - sent[0])
-            counters["round_trips"] += 1
+            add(now - sent)
             if loop.time() < deadline:
-                sent[0] = now
-                client.send(payload)
+                sent = now
+                client.write(framed)
             else:
                 running[0] -= 1
                 if running[0] == 0 and not done.done():
                     done.set_result(None)
 
         client.on_message = on_message
-        client.send(payload)
+        client.write(framed)
 
     for client in clients:
         pump(client)
+    Pacer(pace_from_env(SATURATION_CYCLE_S)).start(loop, lambda: loop.time() < deadline)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(done, float(job["duration_s"]) + 10)
     cpu = meter.pct()
     wall = time.monotonic() - meter.wall
-    counters["frames_in"] = counters["round_trips"]
-    emit("result", hists={"rtt": rtt.to_json()}, counts=counters, wall_s=wall,
+    counters = {"round_trips": len(rtt), "errors": 0, "frames_in": len(rtt)}
+    emit("result", hists={"rtt": rtt.histogram().to_json()}, counts=counters, wall_s=wall,
          generator_cpu_pct=cpu)
     for client in clients:
         client.close()
