@@ -279,14 +279,15 @@ class Race:
         racer.log.ints.extend(logged)  # as MoveLog.append would: -1 for none, card numbers
         top, stock, cleared, moves, draws, undos, status = game.tally()
         if status is _PLAYING:
-            # An undo out of a stuck position puts the player back in the race.
-            racer.status = _RACING
-            racer.done_ms = None
             status_bytes = _PLAYING_BYTES
+            if racer.status is not _RACING:
+                # An undo out of a stuck position puts the player back in the race.
+                racer.status = _RACING
+                racer.done_ms = None
         else:
             self._stopped_by(racer, status, at)
             status_bytes = _STATUS_BYTES[status]
-        ints, n, penalty = _INTS, len(_INTS), racer.penalty_ms
+        ints, n, penalty = _INTS, _INTS_KNOWN, racer.penalty_ms
         frame = _FRAME % (
             ints[seq] if seq < n else pack_wire(seq),
             middle,
@@ -416,6 +417,7 @@ _NIL: Final = b"\xc0"
 _SLOT: Final = object()
 #: Small non-negative integers, packed (larger ones are packed when needed).
 _INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
+_INTS_KNOWN: Final = len(_INTS)
 _CARDS: Final = tuple(pack_wire(code) for code in ALL_CODES)
 _PLAYING: Final = Status.PLAYING
 _PLAYING_BYTES: Final = pack_wire(_PLAYING.value)

@@ -441,13 +441,16 @@ class Room:
         if not fresh or reason is not None:
             return frame, reason, ()
         self._dirty.add(player_id)
-        if self._progress_due is not None and racer.status is before:
+        # A racer who is not done (stuck with undo allowed, or back from stuck) cannot
+        # finish the race: only a flush to schedule, if none is due yet.
+        ended = racer.status is not before and racer.is_done
+        if self._progress_due is not None and not ended:
             return frame, None, ()  # the usual move: the progress flush is already due
-        return frame, None, self._moved(racer, before, now_ms)
+        return frame, None, self._moved(racer, ended, now_ms)
 
-    def _moved(self, racer: Racer, before: PlayerStatus, now_ms: int) -> list[Output]:
+    def _moved(self, racer: Racer, ended: bool, now_ms: int) -> list[Output]:
         outputs = self._mark_dirty(racer.player_id, now_ms)
-        if racer.status is not before:
+        if ended:
             outputs += self._racer_changed(racer.player_id, now_ms)
         return outputs
 
