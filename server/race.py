@@ -221,16 +221,8 @@ class Race:
     ) -> tuple[bytes, Reason | None, bool]:
         """:meth:`answer` for the server's hot path, for one of this race's racers: a plain
         tuple ``(frame, reason, fresh)``."""
-        last = racer.last_seq
-        if seq <= last:
-            back = last - seq  # answers[-1] is the answer to last_seq
-            if back >= len(racer.answers):
-                raise SeqOutOfOrder(last + 1, seq)
-            frame = racer.answers[-1 - back]
-            reason = msgpack.unpackb(frame)["reason"]  # resends are rare: read it back
-            return frame, None if reason is None else Reason(reason), False
-        if seq != last + 1:
-            raise SeqOutOfOrder(last + 1, seq)
+        if seq != racer.last_seq + 1:
+            return self._resent(racer, seq)
         racer.last_seq = seq
         at = now_ms - self.start_ms
         if at < 0:
@@ -240,13 +232,12 @@ class Race:
                 Reason.GAME_OVER
             ), True
         game = racer.game
-        peaks = game.deal.peaks
         try:
             if action is _PLAY:
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
                 turned = game.play(position)
-                card = peaks[position]
+                card = game.deal.peaks[position]
                 items = self.uncovered
                 middle = _PLAY_MIDDLE % (
                     _int(position), _CARDS[card],
@@ -255,7 +246,6 @@ class Race:
                 racer.cleared_at_ms = at
                 logged = (seq, at, _LOG_PLAY, position, True, -1, card)
             elif action is _DRAW:
-                position = None  # a draw has none, even if the caller gave one
                 card = game.draw()
                 middle = _DRAW_MIDDLE % _CARDS[card]
                 logged = (seq, at, _LOG_DRAW, -1, True, -1, card)
@@ -268,13 +258,15 @@ class Race:
                     logged = (seq, at, _LOG_UNDO, -1, True, -1, -1)
                 else:
                     assert isinstance(undone, int)
-                    card = peaks[undone]
+                    card = game.deal.peaks[undone]
                     middle = _UNDO_PLAY_MIDDLE % (
                         _int(undone), _CARDS[card], bytes((0x90 + len(hidden), *hidden))
                     )
                     logged = (seq, at, _LOG_UNDO, undone, True, -1, card)
         except IllegalMoveError as refusal:
             reason = refusal.reason
+            if action is _DRAW:
+                position = None  # a draw has none, even if the caller gave one
             return self._refuse(racer, seq, action, position, reason, at), reason, True
         racer.log.ints.extend(logged)  # as MoveLog.append would: -1 for none, card numbers
         top, stock, cleared, moves, draws, undos, status = game.tally()
@@ -348,6 +340,16 @@ class Race:
         )
 
     # ---- internals -----------------------------------------------------
+    def _resent(self, racer: Racer, seq: int) -> tuple[bytes, Reason | None, bool]:
+        """A seq that is not the next one: the remembered answer, or :class:`SeqOutOfOrder`."""
+        last = racer.last_seq
+        back = last - seq  # answers[-1] is the answer to last_seq
+        if seq > last or back >= len(racer.answers):
+            raise SeqOutOfOrder(last + 1, seq)
+        frame = racer.answers[-1 - back]
+        reason = msgpack.unpackb(frame)["reason"]  # resends are rare: read it back
+        return frame, None if reason is None else Reason(reason), False
+
     def _stopped_by(self, racer: Racer, status: Status, at: int) -> None:
         """The player's game just ended: won or stuck."""
         if status is Status.WON:
