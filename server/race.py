@@ -13,6 +13,7 @@ so a resend of a rejected move is rejected again with the same reason.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
@@ -48,6 +49,12 @@ _CARD_INDEX: Final = {code: i for i, code in enumerate(ALL_CODES)}
 _LOG_PLAY, _LOG_DRAW, _LOG_UNDO = (_LOG_ACTION_INDEX[name] for name in ("play", "draw", "undo"))
 
 
+#: One log entry as the bytes of its seven integers: ``ints.frombytes(ENTRY.pack(...))``
+#: costs less than half of ``ints.extend`` of a tuple.
+ENTRY: Final = struct.Struct("7q")
+_pack_entry: Final = ENTRY.pack
+
+
 class MoveLog:
     """A player's move log, seven integers per entry in one flat array.
 
@@ -74,7 +81,7 @@ class MoveLog:
         card: str | None,
     ) -> None:
         """Log one entry (the fields of :class:`MoveLogEntry`)."""
-        self.ints.extend((
+        self.ints.frombytes(ENTRY.pack(
             seq, at_ms, _LOG_ACTION_INDEX[action], -1 if position is None else position,
             accepted, -1 if reason is None else reason, -1 if card is None else _CARD_INDEX[card],
         ))
@@ -244,31 +251,32 @@ class Race:
                     bytes((0x90 + len(turned),)) + b"".join([items[q] for q in turned]),
                 )
                 racer.cleared_at_ms = at
-                logged = (seq, at, _LOG_PLAY, position, True, -1, card)
+                racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
             elif action is _DRAW:
                 card = game.draw()
                 middle = _DRAW_MIDDLE % _CARDS[card]
-                logged = (seq, at, _LOG_DRAW, -1, True, -1, card)
+                racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_DRAW, -1, 1, -1, card))
             else:
                 undone, hidden = game.take_back()
                 racer.penalty_ms += self.undo_penalty_ms
                 racer.cleared_at_ms = at
                 if undone == DRAW:
                     middle = _UNDO_DRAW_MIDDLE
-                    logged = (seq, at, _LOG_UNDO, -1, True, -1, -1)
+                    racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, -1, 1, -1, -1))
                 else:
                     assert isinstance(undone, int)
                     card = game.deal.peaks[undone]
                     middle = _UNDO_PLAY_MIDDLE % (
                         _int(undone), _CARDS[card], bytes((0x90 + len(hidden), *hidden))
                     )
-                    logged = (seq, at, _LOG_UNDO, undone, True, -1, card)
+                    racer.log.ints.frombytes(
+                        _pack_entry(seq, at, _LOG_UNDO, undone, 1, -1, card)
+                    )
         except IllegalMoveError as refusal:
             reason = refusal.reason
             if action is _DRAW:
                 position = None  # a draw has none, even if the caller gave one
             return self._refuse(racer, seq, action, position, reason, at), reason, True
-        racer.log.ints.extend(logged)  # as MoveLog.append would: -1 for none, card numbers
         top, stock, cleared, moves, draws, undos, status = game.tally()
         if status is _PLAYING:
             status_bytes = _PLAYING_BYTES
