@@ -38,11 +38,14 @@ class CreditBucket:
         # :meth:`refill` written out: this runs for every frame a client sends.
         credits = self.credits
         if now_ms > self.updated_ms:
-            credits = min(self.burst, credits + (now_ms - self.updated_ms) * self.rate / 1000.0)
+            credits += (now_ms - self.updated_ms) * self.rate / 1000.0
+            if credits > self.burst:
+                credits = self.burst
             self.updated_ms = now_ms
         if credits >= cost:
             self.credits = credits - cost
-            self.strikes = 0
+            if self.strikes:
+                self.strikes = 0
             return True
         self.credits = credits
         self.strikes += 1
