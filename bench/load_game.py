@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -65,6 +66,20 @@ PLAY, DRAW, UNDO = 0, 1, 2
 ACTIONS: Final = (m.MoveAction.PLAY, m.MoveAction.DRAW, m.MoveAction.UNDO)
 #: A ``move_result`` frame starts with a map of 16+ keys (3 bytes), then this.
 MOVE_RESULT_HEAD: Final = b"\xa1t\xabmove_result"
+#: What a player needs of an accepted ``move_result``, read from the codec's bytes (its keys
+#: in order, small numbers as fixints, cards as 2-byte strings) without decoding the map:
+#: action, position, card, the uncovered items, hidden positions, undone, waste top,
+#: stock left and cleared.  A frame it does not match is decoded in full.
+ACCEPTED_ANSWER: Final = re.compile(
+    rb"\xa6action\xa4(play|draw|undo)\xa8accepted\xc3\xa6reason\xc0"
+    rb"\xa8position(?:\xc0|([\x00-\x7f]))\xa4card(?:\xc0|\xa2(..))"
+    rb"\xa9uncovered[\x90-\x9f]((?:\x82\xa8position[\x00-\x7f]\xa4card\xa2..)*)"
+    rb"\xa6hidden[\x90-\x9f]([\x00-\x7f]*)\xa6undone(?:\xc0|\xa4(play|draw))"
+    rb"\xa9waste_top(?:\xc0|\xa2(..))\xaastock_left([\x00-\x7f])\xa7cleared([\x00-\x7f])",
+    re.DOTALL,
+)
+#: Bytes of one uncovered item: position at offset 10, card at 17 and 18.
+UNCOVERED_SIZE: Final = 19
 
 
 def room_options(**overrides: Any) -> m.RoomOptions:
@@ -321,32 +336,55 @@ class Player:
             self.rank_at[position] = -1
 
     def _on_result(self, data: bytes) -> None:
-        frame = msgpack.unpackb(data, raw=True)
+        found = ACCEPTED_ANSWER.search(data, 17)
+        if found is None:
+            self._on_decoded_result(msgpack.unpackb(data, raw=True))
+            return
+        action, position, card, uncovered, hidden, undone, top, stock, cleared = found.groups()
+        if action == b"play":
+            self._hide(position[0])
+            for at in range(0, len(uncovered), UNCOVERED_SIZE):
+                self._show(uncovered[at + 10], uncovered[at + 17 : at + 19])
+        elif undone == b"play":
+            self._show(position[0], card)
+            for hidden_at in hidden:
+                self._hide(hidden_at)
+        self._accepted(action, top, stock[0], cleared[0])
+
+    def _on_decoded_result(self, frame: dict[bytes, Any]) -> None:
+        """:meth:`_on_result` for an answer decoded in full: a refusal, or a layout
+        :data:`ACCEPTED_ANSWER` does not know."""
+        if not frame[b"accepted"]:
+            self.meters.rejected += 1
+            self._answered()
+            return
+        action = frame[b"action"]
+        if action == b"play":
+            self._hide(frame[b"position"])
+            for item in frame[b"uncovered"]:
+                self._show(item[b"position"], item[b"card"])
+        elif frame[b"undone"] == b"play":
+            self._show(frame[b"position"], frame[b"card"])
+            for position in frame[b"hidden"]:
+                self._hide(position)
+        self._accepted(action, frame[b"waste_top"], frame[b"stock_left"], frame[b"cleared"])
+
+    def _accepted(self, action: bytes, top: bytes | None, stock_left: int, cleared: int) -> None:
+        """The rest of an accepted answer (the board is done): count it, then maybe move."""
         meters = self.meters
-        if frame[b"accepted"]:
-            action = frame[b"action"]
-            if action == b"play":
-                self._hide(frame[b"position"])
-                for item in frame[b"uncovered"]:
-                    self._show(item[b"position"], item[b"card"])
-                self.depth += 1
-                meters.accepted_play += 1
-            elif action == b"draw":
-                self.depth += 1
-                meters.accepted_draw += 1
-            else:
-                if frame[b"undone"] == b"play":
-                    self._show(frame[b"position"], frame[b"card"])
-                    for position in frame[b"hidden"]:
-                        self._hide(position)
-                self.depth -= 1
-                meters.accepted_undo += 1
-            self.fits = FIT_RANKS[frame[b"waste_top"]]
-            self.stock_left = frame[b"stock_left"]
-            self.cleared = frame[b"cleared"]
-            self.actions += 1
+        if action == b"undo":
+            self.depth -= 1
+            meters.accepted_undo += 1
         else:
-            meters.rejected += 1
+            self.depth += 1
+            if action == b"play":
+                meters.accepted_play += 1
+            else:
+                meters.accepted_draw += 1
+        self.fits = FIT_RANKS[top]
+        self.stock_left = stock_left
+        self.cleared = cleared
+        self.actions += 1
         self._answered()
 
     def next_move(self) -> tuple[int, int | None]:

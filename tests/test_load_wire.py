@@ -11,9 +11,11 @@ import asyncio
 import random
 from typing import Any
 
+import msgpack
 import pytest
 
 from bench.load_game import (
+    ACCEPTED_ANSWER,
     ACTIONS,
     DRAW,
     FIT_RANKS,
@@ -254,7 +256,9 @@ async def test_players_see_the_servers_face_up_cards_and_make_only_legal_moves(s
         move = codec.parse_move(sent)
         assert move is not None
         result, _ = race.move("a", *move, now_ms=at)
-        client.data_received(server_frame(codec.encode_msgpack(result)))
+        answer = codec.encode_msgpack(result)
+        assert ACCEPTED_ANSWER.search(answer, 17) is not None  # read without decoding
+        client.data_received(server_frame(answer))
         view = race.racers["a"].game.view()
         face_up = sorted(p for p, card in enumerate(view.board) if card not in (None, "??"))
         assert sorted(p for rank in player.face for p in rank) == face_up
@@ -266,3 +270,58 @@ async def test_players_see_the_servers_face_up_cards_and_make_only_legal_moves(s
     assert "rejected" not in meters.counts
     assert meters.counts["accepted"] == 600 == meters.hists["rtt"].total
     assert set(meters.counts) >= {"accepted_play", "accepted_draw", "accepted_undo"}
+
+
+def _seated(race: Race) -> tuple[WireClient, KeptWrites, Player, Meters]:
+    client, _, transport = open_client()
+    meters = Meters()
+    conn = Conn(client, meters)
+    room = Room(conn, "ROOM", meters)
+    player = Player(conn, room, "a", random.Random(7))
+    room.players = [player]
+    player._on_race_start({"view": _view(race, "a")})
+    return client, transport, player, meters
+
+
+def _state(player: Player) -> tuple[object, ...]:
+    return (sorted(map(sorted, player.face)), player.fits, player.stock_left, player.cleared,
+            player.actions, player.depth, player.meters.accepted_play,
+            player.meters.accepted_draw, player.meters.accepted_undo)
+
+
+async def test_answers_in_another_key_order_are_decoded_in_full_to_the_same_board() -> None:
+    """The same answers, once as the codec writes them and once with the keys in reverse."""
+    races = [Race(_deal(4), [("a", "ann", True)], start_ms=0, allow_undo=True,
+                  undo_penalty_ms=0, time_limit_ms=10**9) for _ in range(2)]
+    seats = [_seated(race) for race in races]
+    for _, _, player, _ in seats:
+        player.play(0.0, Clock())
+    for at in range(300):
+        moves = [codec.parse_move(unmasked(transport.writes.pop())[1]) for _, transport, _, _ in
+                 seats]
+        assert moves[0] == moves[1] and moves[0] is not None
+        plain, _ = races[0].move("a", *moves[0], now_ms=at)
+        reordered, _ = races[1].move("a", *moves[0], now_ms=at)
+        wire = msgpack.unpackb(codec.encode_msgpack(reordered))
+        backwards = msgpack.packb(dict(reversed(wire.items())))
+        assert ACCEPTED_ANSWER.search(backwards, 17) is None
+        seats[0][0].data_received(server_frame(codec.encode_msgpack(plain)))
+        seats[1][0].data_received(server_frame(backwards))
+        assert _state(seats[0][2]) == _state(seats[1][2])
+
+
+async def test_a_refused_move_is_counted_and_the_player_moves_on() -> None:
+    race = Race(_deal(5), [("a", "ann", True)], start_ms=0, allow_undo=True,
+                undo_penalty_ms=0, time_limit_ms=10**9)
+    client, transport, player, meters = _seated(race)
+    meters.measuring = True
+    player.play(0.0, Clock())
+    before = _state(player)
+    seq = codec.parse_move(unmasked(transport.writes.pop())[1])[0]  # type: ignore[index]
+    refusal, _ = race.move("a", seq, m.MoveAction.PLAY, 0, now_ms=0)  # position 0 is covered
+    assert not refusal.accepted
+    client.data_received(server_frame(codec.encode_msgpack(refusal)))
+    meters.measuring = False
+    assert meters.counts["rejected"] == 1 and "accepted" not in meters.counts
+    assert _state(player) == before
+    assert codec.parse_move(unmasked(transport.writes.pop())[1]) is not None  # it moved again
