@@ -29,6 +29,9 @@ alike (both use this client, so the comparison between them stays fair):
   payload over without copying it through the buffer.  Anything else (part of
   a frame, several frames, control frames, a long frame) takes the buffered
   parser.
+
+Closed-loop (saturation) generators also pace their event loop with a
+:class:`Pacer`, again the echo baseline and the game players alike.
 """
 
 from __future__ import annotations
@@ -230,10 +233,10 @@ class Pacer:
     throughput.  Sleeping for what is left of a short cycle lets the answers
     pile up, so that each turn handles a batch and writes a batch.  A turn
     that already took longer than the cycle does not sleep, so a busy
-    generator loses nothing.  The price: an answer waits up to one cycle
-    before it is timed, so round trips read up to ``cycle_s`` long (half of
-    it on average).  The sleep blocks the loop on purpose: a saturation run
-    has nothing else to do meanwhile.
+    generator loses nothing.  The price: an answer may wait up to about one
+    cycle (plus the kernel's timer slack, 50 µs by default) before it is
+    timed, so round trips may read that much long.  The sleep blocks the
+    loop on purpose: a saturation run has nothing else to do meanwhile.
     """
 
     #: Sleeps shorter than this cost more in timer slack than they save.
