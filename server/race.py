@@ -435,7 +435,7 @@ _STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
 
 
 def _int(value: int) -> bytes:
-    return _INTS[value] if 0 <= value < len(_INTS) else bytes(pack_wire(value))
+    return _INTS[value] if 0 <= value < _INTS_KNOWN else bytes(pack_wire(value))
 
 
 def _pieces(keys: tuple[str, ...], values: tuple[object, ...]) -> bytes:

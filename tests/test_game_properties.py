@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.cards import DECK_SIZE, card_code
+from protocol.cards import DECK_SIZE, card_code, is_adjacent, rank_of
 from protocol.game import (
     DRAW,
     HIDDEN,
@@ -201,3 +201,39 @@ def test_replaying_the_history_reaches_the_same_state(seed: str, data: st.DataOb
     again = replay(game.deal, game.history)
     assert snapshot(again) == snapshot(game)
     assert again.moves == len(game.history) and again.undos == 0
+
+
+@PROPERTY_SETTINGS
+@given(seed=seeds, data=st.data())
+def test_tally_and_take_back_say_what_the_view_says(seed: str, data: st.DataObject) -> None:
+    """``tally()`` against the view and the rules' own words for the status (RULES.md:
+    won with all 28 played, stuck with no stock and no free fitting card);
+    ``take_back()`` against the positions the view turns face down."""
+    game = start(data, seed)
+    for move, _ in random_play(data, game):
+        view = game.view()
+        wrap, waste = game.rules.wrap, game.waste
+        fits = any(
+            game.is_free(p) and (
+                not waste or is_adjacent(rank_of(game.deal.peaks[p]), rank_of(waste[-1]), wrap)
+            )
+            for p in range(PEAK_CARDS)
+        )
+        status = (
+            Status.WON if view.cleared == PEAK_CARDS
+            else Status.STUCK if not view.stock_left and not fits
+            else Status.PLAYING
+        )
+        top = game.waste[-1] if game.waste else None
+        assert top is None or card_code(top) == view.waste_top
+        assert game.tally() == (
+            top, view.stock_left, view.cleared, view.moves, view.draws, view.undos, status
+        )
+        if move != UNDO and game.check_undo() is None:
+            undone, hidden = game.take_back()
+            after = game.view().board
+            assert undone == move
+            assert hidden == tuple(
+                q for q in range(PEAK_CARDS) if after[q] == HIDDEN and view.board[q] != HIDDEN
+            )
+            game.push(move)  # type: ignore[arg-type]
