@@ -385,6 +385,7 @@ def test_answers_say_what_a_plain_engine_says_about_the_same_moves(
     dealt = DEALT if wrap else DEALT_NO_WRAP
     game = Game(dealt.deal, allow_undo=allow_undo)
     answered: dict[int, bytes] = {}
+    reasons: dict[int, Reason | None] = {}
     log: list[MoveLogEntry] = []
     penalty_ms = 0
     finished = False
@@ -395,10 +396,12 @@ def test_answers_say_what_a_plain_engine_says_about_the_same_moves(
                 race.answer("a", seq, action, position, now * 7)
             continue
         answer = race.answer("a", seq, action, position, now * 7)
-        if seq in answered:
-            assert answer.frame == answered[seq] and not answer.fresh
+        if seq in answered:  # a resend: the same frame and reason, and nothing changes
+            assert (answer.frame, answer.reason, answer.fresh) == (
+                answered[seq], reasons[seq], False
+            )
             continue
-        answered[seq] = answer.frame
+        answered[seq], reasons[seq] = answer.frame, answer.reason
         at = now * 7 - 1000
         reason, where, card, uncovered, hidden = _expected_answer(game, finished, action, position)
         result = answer.message()
@@ -412,6 +415,7 @@ def test_answers_say_what_a_plain_engine_says_about_the_same_moves(
         else:
             undone = None
             log.append(MoveLogEntry(seq, at, action.value, where, False, int(reason), None))
+        assert (answer.reason, answer.fresh) == (reason, True)
         assert (result.accepted, result.reason, result.position, result.card) == (
             reason is None, reason, where, card
         )
