@@ -245,11 +245,15 @@ class Race:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
                 turned = game.play(position)
                 card = game.deal.peaks[position]
+                # A card lies on at most two others: it turns up none, one or two.
                 items = self.uncovered
-                middle = _PLAY_MIDDLE % (
-                    _int(position), _CARDS[card],
-                    bytes((0x90 + len(turned),)) + b"".join([items[q] for q in turned]),
-                )
+                if not turned:
+                    uncovered = _EMPTY_LIST
+                elif len(turned) == 1:
+                    uncovered = _LIST_OF_ONE + items[turned[0]]
+                else:
+                    uncovered = _LIST_OF_TWO + items[turned[0]] + items[turned[1]]
+                middle = _PLAY_MIDDLE % (_INTS[position], _CARDS[card], uncovered)
                 racer.cleared_at_ms = at
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
             elif action is _DRAW:
@@ -267,7 +271,7 @@ class Race:
                     assert isinstance(undone, int)
                     card = game.deal.peaks[undone]
                     middle = _UNDO_PLAY_MIDDLE % (
-                        _int(undone), _CARDS[card], bytes((0x90 + len(hidden), *hidden))
+                        _INTS[undone], _CARDS[card], bytes((0x90 + len(hidden), *hidden))
                     )
                     racer.log.ints.frombytes(
                         _pack_entry(seq, at, _LOG_UNDO, undone, 1, -1, card)
@@ -424,6 +428,7 @@ _STATUS_OF_NAME: Final = {status.value: status for status in Status}
 _PLAY, _DRAW = MoveAction.PLAY, MoveAction.DRAW
 _RACING: Final = PlayerStatus.RACING
 _NIL: Final = b"\xc0"
+_EMPTY_LIST, _LIST_OF_ONE, _LIST_OF_TWO = b"\x90", b"\x91", b"\x92"
 _SLOT: Final = object()
 #: Small non-negative integers, packed (larger ones are packed when needed).
 _INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
