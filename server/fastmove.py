@@ -37,9 +37,9 @@ def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
     connection speaks msgpack.
     """
     session = conn.session
-    if session is None or hub.closing:
+    if session is None or session.room is None or hub.closing:
         return False
-    handle = hub.rooms.get(session.room)  # type: ignore[arg-type]  # None finds nothing
+    handle = hub.rooms.get(session.room)
     if handle is None:
         return False
     room = handle.room
