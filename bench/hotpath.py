@@ -4,12 +4,13 @@
 
 It builds a real :class:`~server.hub.Hub` with racing rooms of 4 (the load
 benchmark's room options) and connections whose socket is a byte sink, then
-feeds :func:`server.fastmove.handle_move` a recorded stream of move frames in
-the saturation run's mix (about 15% plays, 35% draws, 50% undos: the load
-generator's greedy player, which undoes a run of 6 when stuck).  Each frame
-goes through what ``app._on_frame`` does before the fast path too (the clock
-and the rate-limit credit), so the figure is the server's Python per move
-minus the socket reads and writes.
+feeds :func:`server.fastmove.handle_move` a recorded stream of move frames
+played by the load generator's greedy player (which undoes a run of 6 when
+stuck): about 17% plays, 37% draws and 46% undos, near the saturation run's
+15/35/50.  Each frame also gets what ``app`` does around the fast path (the
+clock and the rate-limit credit), and each answer is framed and written to a
+byte sink by ``Connection.send``, so the figure is the server's CPU per move
+from frame bytes to answer bytes, without the socket's reads and writes.
 
 The stream is recorded once, by playing through the fast path itself, and
 replayed on fresh rooms of the same deals for every timed round, so every
