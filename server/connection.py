@@ -35,20 +35,27 @@ Frame = bytes | str
 _OP_TEXT: Final = 0x1
 _OP_BINARY: Final = 0x2
 _OP_PING: Final = 0x9
-#: Headers of short frames (payload under 126 bytes), by opcode and length.
-_SHORT_HEADERS: Final = {
-    opcode: tuple(bytes((0x80 | opcode, n)) for n in range(126))
+#: Frames up to this many bytes have their header ready-made (answers run 130-200 bytes).
+_TABLED: Final = 1024
+
+
+def _header(opcode: int, size: int) -> bytes:
+    if size < 126:
+        return bytes((0x80 | opcode, size))
+    if size < 1 << 16:
+        return struct.pack("!BBH", 0x80 | opcode, 126, size)
+    return struct.pack("!BBQ", 0x80 | opcode, 127, size)
+
+
+_HEADERS: Final = {
+    opcode: tuple(_header(opcode, n) for n in range(_TABLED))
     for opcode in (_OP_TEXT, _OP_BINARY, _OP_PING)
 }
 
 
 def frame_header(opcode: int, size: int) -> bytes:
     """The header of a final, unmasked, uncompressed server frame (RFC 6455, 5.2)."""
-    if size < 126:
-        return _SHORT_HEADERS[opcode][size]
-    if size < 1 << 16:
-        return struct.pack("!BBH", 0x80 | opcode, 126, size)
-    return struct.pack("!BBQ", 0x80 | opcode, 127, size)
+    return _HEADERS[opcode][size] if size < _TABLED else _header(opcode, size)
 
 
 class WriteBatch:
