@@ -106,6 +106,8 @@ def print_table(figures: dict[str, Any]) -> None:
     ratio = figures.get("ratio_game_to_echo")
     lines.append(f"  game moves/s / echo round trips/s = {ratio} (>= {TARGET_RATIO}):"
                  f" {_verdict(None if ratio is None else ratio >= TARGET_RATIO)}")
+    if figures.get("ratio_per_server_cpu") is not None:
+        lines.append(f"    per second of server CPU: {figures['ratio_per_server_cpu']}")
     for reason in figures.get("ratio_disturbed_by") or ():
         lines.append(f"    NOT A CLEAN MEASURE: {reason}")
     if cap:
@@ -169,6 +171,8 @@ def markdown(figures: dict[str, Any]) -> str:
         )
     if "ratio_game_to_echo" in figures:
         out.append(f"| game moves/s ÷ echo round trips/s | {figures['ratio_game_to_echo']} |")
+    if figures.get("ratio_per_server_cpu") is not None:
+        out.append(f"| the same per second of server CPU | {figures['ratio_per_server_cpu']} |")
     if idle:
         out.append(
             f"| memory per idle connected player ({idle['players']} players) |"
