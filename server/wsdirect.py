@@ -65,18 +65,18 @@ class DirectResponse(web.WebSocketResponse):
         super()._post_start(request, protocol, writer)
         reader, loop = self._reader, self._loop
         try:
-            assert reader is not None and loop is not None
-            limit = reader._limit // 2
-            max_size, compress = self._max_msg_size, bool(self._compress)
-            decode_text = self._decode_text
+            if reader is None or loop is None:
+                raise TypeError("the response did not set up its reader")
+            queue = DirectQueue(handler, reader._limit // 2, loop=loop)
+            parser = WebSocketReader(
+                queue, self._max_msg_size, bool(self._compress), self._decode_text
+            )
             callback = handler._data_received_cb
             set_parser = handler.set_parser
-        except (AttributeError, AssertionError):  # another aiohttp: keep its own queue
+        except (AttributeError, TypeError):  # another aiohttp: keep its own queue
             if tail:
                 handler._payload_parser.feed_data(tail)
             return
-        queue = DirectQueue(handler, limit, loop=loop)
-        parser = WebSocketReader(queue, max_size, compress, decode_text)
         handler._payload_parser = None
         handler._message_tail = tail or b""
         set_parser(parser, callback)
