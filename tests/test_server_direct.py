@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from protocol.errors import ErrorCode
 from server.connection import Connection
 from server.hub import Hub
 from server.wsdirect import DirectQueue, DirectResponse
-from tests.serverutil import TestClient, open_room, running_server
+from tests.serverutil import RunningServer, TestClient, open_room, running_server
 
 _OP_TEXT, _OP_BINARY, _OP_PING = 0x1, 0x2, 0x9
 
@@ -71,37 +73,38 @@ async def frames_until(client: TestClient, kind: type[m.ServerMessage], count: i
     return seen
 
 
-async def test_a_racing_players_moves_skip_the_queue_and_are_answered(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as server:
-        (ann, bob), _ = await open_room(server.ws_url, ["ann", "bob"])
+@contextlib.asynccontextmanager
+async def racing(
+    tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[RunningServer, TestClient]]:
+    """A server with a race of two under way; yields it and its host, ann."""
+    async with running_server(tmp_path, **settings) as server:
+        (ann, _bob), _ = await open_room(server.ws_url, ["ann", "bob"])
         await ann.send(m.Start())
         await ann.expect(m.RaceStart)
+        yield server, ann
+
+
+async def test_a_racing_players_moves_skip_the_queue_and_are_answered(tmp_path: Path) -> None:
+    async with racing(tmp_path) as (server, ann):
         queue = direct_queue(server_side(server.hub, ann))
         before = queue.taken
         for seq in range(1, 6):
             result = await ann.request(m.MoveRequest(seq, m.MoveAction.DRAW), m.MoveResult)
             assert result.accepted and result.seq == seq
         assert queue.taken - before == 5
-        await bob.close()
 
 
 async def test_moves_written_together_are_answered_in_order(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as server:
-        (ann, bob), _ = await open_room(server.ws_url, ["ann", "bob"])
-        await ann.send(m.Start())
-        await ann.expect(m.RaceStart)
+    async with racing(tmp_path) as (_server, ann):
         write_raw(ann, b"".join(move(seq) for seq in range(1, 9)))
         answers = await frames_until(ann, m.MoveResult, 8)
         assert [a.seq for a in answers] == list(range(1, 9))
         assert all(a.accepted for a in answers)
-        await bob.close()
 
 
 async def test_a_move_behind_a_queued_frame_waits_its_turn(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as server:
-        (ann, bob), _ = await open_room(server.ws_url, ["ann", "bob"])
-        await ann.send(m.Start())
-        await ann.expect(m.RaceStart)
+    async with racing(tmp_path) as (_server, ann):
         # An extra key keeps this move off the fast path: the general path refuses it.
         odd = client_frame(msgpack.packb({"t": "move", "seq": 1, "action": "draw", "x": 0}))
         ping = client_frame(b"", _OP_PING)
@@ -109,16 +112,11 @@ async def test_a_move_behind_a_queued_frame_waits_its_turn(tmp_path: Path) -> No
         answers = await frames_until(ann, m.MoveResult, 2)
         assert isinstance(answers[0], m.Error), answers
         assert [(type(a), a.seq) for a in answers[1:]] == [(m.MoveResult, 1), (m.MoveResult, 2)]
-        await bob.close()
 
 
 async def test_a_move_without_credit_is_refused_and_counted_once(tmp_path: Path) -> None:
-    async with running_server(
-        tmp_path, player_rate=0.01, player_burst=12, abuse_strikes=100
-    ) as server:
-        (ann, bob), _ = await open_room(server.ws_url, ["ann", "bob"])
-        await ann.send(m.Start())
-        await ann.expect(m.RaceStart)
+    settings = {"player_rate": 0.01, "player_burst": 12, "abuse_strikes": 100}
+    async with racing(tmp_path, **settings) as (server, ann):
         conn = server_side(server.hub, ann)
         credit = int(conn.bucket.credits)
         assert 0 < credit < 12
@@ -129,7 +127,6 @@ async def test_a_move_without_credit_is_refused_and_counted_once(tmp_path: Path)
         assert [r.seq for r in results] == list(range(1, credit + 1))
         assert [e.code for e in refused] == [ErrorCode.RATE_LIMITED] * 3
         assert conn.bucket.strikes == 3
-        await bob.close()
 
 
 async def test_bytes_sent_with_the_upgrade_request_reach_the_server(tmp_path: Path) -> None:
