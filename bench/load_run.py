@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 
 from bench.load_procs import python_module, start, stop
-from bench.load_stats import CpuWindow, Histogram
+from bench.load_stats import CpuWindow, Histogram, busy_share, core_busy
 
 SERVER_CORE = 0
 GENERATOR_CORE = 1
@@ -146,22 +146,6 @@ def run_window(
         max(0.0, generator_core - result.generator_cpu_pct), 1
     )
     return result
-
-
-def core_busy(core: int) -> tuple[float, float]:
-    """(busy, total) seconds of ``core`` so far, whoever used it."""
-    times = psutil.cpu_times(percpu=True)
-    if core >= len(times):
-        return 0.0, 0.0
-    idle = times[core].idle + getattr(times[core], "iowait", 0.0)
-    total = sum(times[core])
-    return total - idle, total
-
-
-def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float:
-    """Percent of the core that was busy between two :func:`core_busy` readings."""
-    total = after[1] - before[1]
-    return 100 * (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 def pin_children(pid: int, cores: list[int] | None) -> None:

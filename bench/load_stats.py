@@ -221,6 +221,22 @@ class Meters:
             self.counts[name] = self.counts.get(name, 0) + n
 
 
+def core_busy(core: int) -> tuple[float, float]:
+    """(busy, total) seconds of ``core`` so far, whoever used it."""
+    times = psutil.cpu_times(percpu=True)
+    if core >= len(times):
+        return 0.0, 0.0
+    idle = times[core].idle + getattr(times[core], "iowait", 0.0)
+    total = sum(times[core])
+    return total - idle, total
+
+
+def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """Percent of the core that was busy between two :func:`core_busy` readings."""
+    total = after[1] - before[1]
+    return 100 * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
 class CpuWindow:
     """CPU % and RSS of one process (and its children) over a time window."""
 
@@ -233,13 +249,7 @@ class CpuWindow:
 
     def _core_times(self) -> tuple[float, float]:
         """(busy, total) seconds of the server's core, whoever used it."""
-        times = psutil.cpu_times(percpu=True)
-        if self.core >= len(times):
-            return 0.0, 0.0
-        core = times[self.core]
-        idle = core.idle + getattr(core, "iowait", 0.0)
-        total = sum(core)
-        return total - idle, total
+        return core_busy(self.core)
 
     def _cpu(self) -> tuple[float, float]:
         own = self.process.cpu_times()
