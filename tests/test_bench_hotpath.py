@@ -1,0 +1,30 @@
+"""The move fast path's micro-benchmark runs, and every recorded move takes the fast path.
+
+``bench.hotpath`` replays moves through ``server.fastmove.handle_move`` and
+stops with an error when one of them falls back to the general path, so this
+quick run also catches a change that quietly sends moves the slow way.  It
+asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def test_the_hotpath_benchmark_replays_every_move_on_the_fast_path() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.hotpath", "--rooms", "2", "--moves", "3000", "--repeat", "2"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    recorded = re.match(r"(\d+) moves over 2 rooms of 4: (.*)$", first)
+    assert recorded, done.stdout
+    assert int(recorded.group(1)) >= 3000
+    kinds = dict(part.split() for part in recorded.group(2).split(", "))
+    assert set(kinds) == {"draw", "play", "undo"}
+    rounds = re.findall(r"^round \d: ([\d.]+) us/move$", done.stdout, re.M)
+    assert len(rounds) == 2 and all(float(r) > 0 for r in rounds)
+    assert re.search(r"^best: [\d.]+ us/move CPU$", done.stdout, re.M)
