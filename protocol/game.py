@@ -3,7 +3,9 @@
 A :class:`Game` holds one player's game on a fully known :class:`Deal`.
 ``legal_moves()``, ``play(position)``, ``draw()``, ``undo()`` and
 ``outcome()`` are the whole API; an illegal action raises
-:class:`IllegalMoveError` carrying a stable :class:`Reason` code.
+:class:`IllegalMoveError` carrying a stable :class:`Reason` code.  Those
+refusal types live in :mod:`protocol.refusals`; this module re-exports them,
+so importers may keep taking them from here.
 
 ``view()`` returns a :class:`PlayerView`: exactly what the player may know.
 It is built from the visible state only, so a card still face down or still
@@ -18,7 +20,7 @@ in the stock can never be reached from it.
 >>> game.play(18)
 Traceback (most recent call last):
     ...
-protocol.game.IllegalMoveError: 8S is not one rank above or below the waste card JC
+protocol.refusals.IllegalMoveError: 8S is not one rank above or below the waste card JC
 >>> card_code(game.draw()), game.view().waste_top
 ('4H', '4H')
 >>> game.legal_moves()
@@ -51,6 +53,11 @@ from protocol.cards import (
     rank_of,
 )
 from protocol.layout import COVERED_BY, COVERS, PEAK_CARDS
+from protocol.refusals import REASON_TEXT as REASON_TEXT  # "X as X" marks a re-export
+from protocol.refusals import IllegalMoveError as IllegalMoveError
+from protocol.refusals import InvalidMoveError as InvalidMoveError
+from protocol.refusals import Reason as Reason
+from protocol.refusals import error_for
 
 DRAW: Final = "draw"
 Move = int | Literal["draw"]
@@ -145,66 +152,6 @@ class Deal:
             "waste": None if self.waste is None else card_code(self.waste),
             "stock": [card_code(c) for c in self.stock],
         }
-
-
-class Reason(enum.IntEnum):
-    """Why a move was refused.  The values are stable: they go on the wire."""
-
-    COVERED = 1
-    NOT_ADJACENT = 2
-    ALREADY_PLAYED = 3
-    STOCK_EMPTY = 4
-    NOTHING_TO_UNDO = 5
-    GAME_OVER = 6
-    NO_SUCH_POSITION = 7
-    UNDO_NOT_ALLOWED = 8
-
-
-REASON_TEXT: Final[dict[Reason, str]] = {
-    Reason.COVERED: "that card is still covered",
-    Reason.NOT_ADJACENT: "that card is not one rank above or below the waste card",
-    Reason.ALREADY_PLAYED: "that card has already been played",
-    Reason.STOCK_EMPTY: "the stock is empty",
-    Reason.NOTHING_TO_UNDO: "there is nothing to undo",
-    Reason.GAME_OVER: "the game is over",
-    Reason.NO_SUCH_POSITION: "there is no such position (0 to 27)",
-    Reason.UNDO_NOT_ALLOWED: "undo is switched off in this race",
-}
-
-
-class IllegalMoveError(ValueError):
-    """A move the rules do not allow in the current state.
-
-    ``reason`` is the stable code; the message may add detail about the
-    position, but never names a card the player has not seen.
-    """
-
-    def __init__(self, reason: Reason, detail: str = "") -> None:
-        self.reason = reason
-        super().__init__(detail or REASON_TEXT[reason])
-
-    def __reduce__(self) -> tuple[type[IllegalMoveError], tuple[Reason, str]]:
-        # The default would rebuild from the message alone and lose the reason,
-        # which matters when the error crosses a process-pool boundary.
-        return (type(self), (self.reason, str(self)))
-
-
-class InvalidMoveError(IllegalMoveError):
-    """Not a move at all: neither a position 0..27 nor ``"draw"``.
-
-    Like python-chess, a malformed move is told apart from a well-formed move
-    the rules refuse; it is still an :class:`IllegalMoveError` with reason
-    :attr:`Reason.NO_SUCH_POSITION`, so one ``except`` catches both.
-    """
-
-    def __init__(self, reason: Reason = Reason.NO_SUCH_POSITION, detail: str = "") -> None:
-        super().__init__(reason, detail)
-
-
-def _error(reason: Reason, detail: str) -> IllegalMoveError:
-    if reason is Reason.NO_SUCH_POSITION:
-        return InvalidMoveError(reason, detail)
-    return IllegalMoveError(reason, detail)
 
 
 class Status(enum.Enum):
@@ -455,7 +402,7 @@ class Game:
         ):
             reason, detail = self._refusal(position)
             if reason is not None:
-                raise _error(reason, detail)
+                raise error_for(reason, detail)
         removed[position] = True
         self._cleared += 1
         waste.append(peaks[position])
@@ -481,7 +428,7 @@ class Game:
         if drawn == len(stock) or (self._status or self.status) is not _PLAYING:
             reason, detail = self._refusal(DRAW)
             assert reason is not None
-            raise _error(reason, detail)
+            raise error_for(reason, detail)
         card = stock[drawn]
         self._drawn = drawn + 1
         self._waste.append(card)
@@ -625,3 +572,4 @@ def replay(deal: Deal, moves: Iterable[Move], *, allow_undo: bool = True) -> Gam
     for move in moves:
         game.push(move)
     return game
+
