@@ -12,12 +12,16 @@ room limits) and raise :class:`~protocol.errors.ProtocolError` for those.
 Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
 ``racing`` -> ``finished`` -> (every member asks for a rematch) ->
 ``countdown`` ...  A room with no members closes after a grace period.
+
+The room's small value types (:class:`Identity`, :class:`Seat`,
+:class:`RoomTimings`, :class:`Fresh`) live in :mod:`server.room_types` and
+are re-exported here; the progress line and spectator boards are built by
+:mod:`server.progress`.  This module decides when they are sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from protocol.commitment import commitment
@@ -34,9 +38,7 @@ from protocol.messages import (
     MoveAction,
     MoveRequest,
     Phase,
-    PlayerProgress,
     PlayerStatus,
-    Progress,
     RaceEnd,
     RaceStart,
     Resync,
@@ -44,7 +46,6 @@ from protocol.messages import (
     RoomOptions,
     RoomState,
     RoomSummary,
-    SpectatorBoard,
     UndoPolicy,
 )
 from protocol.messages import Left as LeftMessage
@@ -62,60 +63,16 @@ from server.outputs import (
     ToPlayers,
     ToSpectators,
 )
+from server.progress import boards_wanted, current_boards, progress_frames
 from server.race import Answer, Race, Racer, SeqOutOfOrder
 from server.results import race_outcome
+from server.room_types import Fresh, Identity, PendingRace, RoomTimings, Seat
 
 PROGRESS_TIMER: Final = "progress"
 COUNTDOWN_TIMER: Final = "countdown"
 TIME_LIMIT_TIMER: Final = "time_limit"
 EMPTY_TIMER: Final = "empty"
 GRACE_PREFIX: Final = "grace:"
-
-
-# ---- state -----------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """Who a connection speaks for."""
-
-    player_id: str
-    name: str
-    bot: bool = False
-
-
-@dataclass(slots=True)
-class Seat:
-    identity: Identity
-    ready: bool = False
-    connected: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class RoomTimings:
-    """Server-side timings (settings), in ms."""
-
-    reconnect_grace_ms: int = 60_000
-    empty_grace_ms: int = 30_000
-    progress_interval_ms: int = 250
-    max_race_ms: int = 3_600_000
-
-
-@dataclass(frozen=True, slots=True)
-class Fresh:
-    """Unpredictable values for a new race, drawn by the shell from a CSPRNG."""
-
-    seed: str
-    race_id: str
-
-
-@dataclass(slots=True)
-class _Pending:
-    """The race being dealt or counted down."""
-
-    ticket: int
-    race_id: str
-    seed: str
-    dealt: DealtGame | None = None
-    start_at_ms: int | None = None
 
 
 class Room:
@@ -139,7 +96,7 @@ class Room:
         self.commitment: str | None = None
         self.closed = False
         self._ticket = 0
-        self._pending: _Pending | None = None
+        self._pending: PendingRace | None = None
         self._dirty: set[str] = set()
         self._progress_due: int | None = None
         self._last_progress_ms = 0
@@ -224,7 +181,7 @@ class Room:
         self.spectators.add(who.player_id)
         outputs = self._state_changed()  # the live room_state reaches the new spectator too
         if first and self.options.spectator_delay_s == 0:
-            outputs += self._current_boards(now_ms)  # none were built while nobody watched
+            outputs += current_boards(self.race, now_ms)  # none were built while nobody watched
         return outputs
 
     @property
@@ -336,7 +293,7 @@ class Room:
     def _begin(self, fresh: Fresh) -> list[Output]:
         self._ticket += 1
         seed = self.options.practice_seed or fresh.seed
-        self._pending = _Pending(self._ticket, fresh.race_id, seed)
+        self._pending = PendingRace(self._ticket, fresh.race_id, seed)
         self.phase = Phase.COUNTDOWN
         request = DealRequest(
             self._ticket, seed, self.options.rules, Difficulty(self.options.difficulty)
@@ -523,65 +480,16 @@ class Room:
         return [SetTimer(PROGRESS_TIMER, due)]
 
     def _flush_progress(self, now_ms: int) -> list[Output]:
+        """The due progress flush: frames built by :func:`server.progress.progress_frames`."""
         self._progress_due = None
         race = self.race
         if race is None or not self._dirty:
             return []
         self._last_progress_ms = now_ms
-        elapsed = race.elapsed(race.end_ms or now_ms)
-        progress = Progress(
-            elapsed, tuple(self._progress_line(r, now_ms) for r in race.racers.values())
-        )
-        outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
-        for pid in sorted(self._dirty) if self._boards_wanted() else ():
-            racer = race.racers.get(pid)
-            if racer is not None:
-                board = SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed)
-                outputs.append(ToSpectators(board, key="board:" + pid))
+        boards_for = sorted(self._dirty) if boards_wanted(self.options, self.spectators) else ()
+        outputs = progress_frames(race, self.seats, boards_for, now_ms)
         self._dirty.clear()
         return outputs
-
-    def _boards_wanted(self) -> bool:
-        """Boards cost time to build: skip them when no spectator can ever read them.
-
-        With a spectator delay the feed must hold every board for late joiners;
-        without one, a late joiner gets the current boards when joining.
-        """
-        if self.spectators:
-            return True
-        return self.options.allow_spectators and self.options.spectator_delay_s > 0
-
-    def _current_boards(self, now_ms: int) -> list[Output]:
-        race = self.race
-        if race is None or race.over:
-            return []
-        elapsed = race.elapsed(now_ms)
-        return [
-            ToSpectators(
-                SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed), key="board:" + pid
-            )
-            for pid, racer in race.racers.items()
-        ]
-
-    def _progress_line(self, racer: Racer, now_ms: int) -> PlayerProgress:
-        race = self.race
-        assert race is not None
-        game = racer.game
-        seat = self.seats.get(racer.player_id)
-        if racer.done_ms is not None:
-            elapsed = racer.finish_ms if racer.finish_ms is not None else racer.done_ms
-        else:
-            elapsed = race.elapsed(race.end_ms or now_ms)
-        return PlayerProgress(
-            player_id=racer.player_id,
-            cleared=game.cleared,
-            stock_left=game.stock_left,
-            moves=game.moves,
-            undos=game.undos,
-            status=racer.status,
-            elapsed_ms=elapsed,
-            connected=seat is not None and seat.connected,
-        )
 
     def _racer_changed(self, player_id: str, now_ms: int) -> list[Output]:
         """A racer's status changed: announce a finish, and end the race when all are done."""
@@ -642,6 +550,7 @@ __all__ = [
     "Room",
     "RoomTimings",
     "SaveRace",
+    "Seat",
     "Send",
     "SetTimer",
     "ToPlayers",
