@@ -12,8 +12,9 @@ pinned to core 1 (loopback only, every run bounded in time):
    server answers; the ratio against the echo baseline;
 5. ``interference``: a burst of 50 room starts, dealing included, while
    other rooms race at human pace;
-6. ``capacity``: bisection on the player count at human pace for p99 move
-   round trip under 50 ms.
+6. ``capacity``: the largest player count at human pace with p99 move
+   round trip under 50 ms: the target (2,000), then the goal (5,000), then
+   bisection (or doubling), within a time budget of 115 s.
 
 A table goes to stdout and every figure to ``bench/results/load.json``.
 ``--quick`` runs everything at a tiny scale (the smoke test uses it).
@@ -88,9 +89,14 @@ class Scale:
     burst: int = 50
     interference_s: float = 20.0
     capacity_start: int = 2000
+    #: The issue's goal: tried right after the start, so that it is always measured.
+    capacity_goal: int = 5000
     capacity_max: int = 8000
     capacity_steps: int = 5
     capacity_s: float = 12.0
+    #: No step starts that would end after this many seconds of the search (a step's
+    #: set-up grows with its player count; steps take about 10 ms per player here).
+    capacity_budget_s: float = 115.0
     generators: int = 1
     warmup_s: float = 2.0
 
@@ -98,7 +104,8 @@ class Scale:
 QUICK = Scale(
     echo_s=1.5, idle_players=20, human_rooms=2, human_starts=1, human_s=2.0,
     saturation_rooms=2, saturation_s=1.5, interference_rooms=2, burst=2, interference_s=3.0,
-    capacity_start=8, capacity_max=16, capacity_steps=2, capacity_s=1.5, warmup_s=0.5,
+    capacity_start=8, capacity_goal=12, capacity_max=16, capacity_steps=2, capacity_s=1.5,
+    warmup_s=0.5,
 )
 
 
@@ -253,12 +260,24 @@ class Bench:
         self.figures["interference"] = figures
 
     def run_capacity(self) -> None:
-        """Bisection on rooms of 4 at human pace: largest count with p99 RTT under 50 ms."""
+        """Rooms of 4 at human pace: the largest count with p99 RTT under 50 ms.
+
+        The target first, then the goal, then bisection between the largest
+        count that held and the smallest that did not (doubling while all
+        held), until the steps or the time budget run out.
+        """
         s = self.scale
         steps: list[dict[str, Any]] = []
         good, bad = 0, None
         players = s.capacity_start
+        began = time.monotonic()
+        step_s_per_player = 0.0
         for _ in range(s.capacity_steps):
+            # Set-up grows with the player count: skip a step that would end past the budget.
+            elapsed = time.monotonic() - began
+            if steps and elapsed + step_s_per_player * players > s.capacity_budget_s:
+                break
+            step_began = time.monotonic()
             rooms = max(1, players // 4)
             for attempt in range(2):
                 result = self.race(rooms, HUMAN_INTERVAL_S, s.capacity_s, [])
@@ -276,6 +295,7 @@ class Bench:
                 # core is measured once more before it counts.
                 if ok or others <= DISTURBED_PCT or attempt:
                     break
+            step_s_per_player = (time.monotonic() - step_began) / (rooms * 4)
             if ok:
                 good = max(good, rooms * 4)
             else:
@@ -283,7 +303,8 @@ class Bench:
             if bad is None:
                 if players >= s.capacity_max:
                     break
-                players = min(players * 2, s.capacity_max)
+                doubled = min(players * 2, s.capacity_max)
+                players = s.capacity_goal if players < s.capacity_goal else doubled
             else:
                 nxt = (good + bad) // 2 // 4 * 4
                 if nxt <= good or bad - good <= max(4, bad // 10):
@@ -294,6 +315,7 @@ class Bench:
             "smallest_failing_players": bad,
             "steps": steps,
             "target_p99_ms": P99_TARGET_MS,
+            "search_s": round(time.monotonic() - began, 1),
         }
 
     # ---- figures ----------------------------------------------------------------
