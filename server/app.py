@@ -298,23 +298,26 @@ def _direct_move(hub: Hub, conn: Connection, frame: bytes | str) -> bool:
     replies are the same either way.  A frame without credit is queued without
     spending, and :func:`_on_frame` then refuses it and counts the strike.
     """
-    if type(frame) is not bytes or conn.encoding is not codec.Encoding.MSGPACK or conn.closed:
+    if conn.closed:
         return False
     now = hub.now_ms()
-    bucket = conn.bucket
-    if bucket.credits < 1.0:  # else spend() below cannot fail: credit only grows with time
-        bucket.refill(now)
-        if bucket.credits < 1.0:
-            return False
+    if not conn.bucket.has_credit(now) or not _fast_move(hub, conn, frame, now):
+        return False
+    conn.bucket.spend(now)
+    conn.last_seen_ms = now
+    return True
+
+
+def _fast_move(hub: Hub, conn: Connection, frame: bytes | str, now: int) -> bool:
+    """:func:`handle_move` for a msgpack frame; True when it answered (a failure included)."""
+    if type(frame) is not bytes or conn.encoding is not codec.Encoding.MSGPACK:
+        return False
     try:
-        if not handle_move(hub, conn, frame, now):
-            return False
+        return handle_move(hub, conn, frame, now)
     except Exception:
         logs.failure("handler_failed", conn=conn.conn_id, message=m.MoveRequest.TAG)
         hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
-    bucket.spend(now)
-    conn.last_seen_ms = now
-    return True
+        return True
 
 
 #: Messages that end a player's part are never dropped for lack of credit:
@@ -328,17 +331,7 @@ def _on_frame(
     """Handle one data frame; returns the close code when the connection must go."""
     now = conn.last_seen_ms = hub.now_ms()
     limited = not conn.bucket.spend(now)
-    try:
-        if (
-            not limited
-            and type(frame) is bytes
-            and conn.encoding is codec.Encoding.MSGPACK
-            and handle_move(hub, conn, frame, now)
-        ):
-            return None
-    except Exception:
-        logs.failure("handler_failed", conn=conn.conn_id, message=m.MoveRequest.TAG)
-        hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
+    if not limited and _fast_move(hub, conn, frame, now):
         return None
     if limited and conn.bucket.is_abusive(settings.abuse_strikes):
         hub.error(conn, ErrorCode.RATE_LIMITED)

@@ -51,6 +51,13 @@ class CreditBucket:
         self.strikes += 1
         return False
 
+    def has_credit(self, now_ms: int, cost: float = 1.0) -> bool:
+        """True when :meth:`spend` of ``cost`` would succeed now; spends and strikes nothing."""
+        if self.credits >= cost:  # credit only grows with time: no refill needed
+            return True
+        self.refill(now_ms)
+        return self.credits >= cost
+
     def is_abusive(self, limit: int) -> bool:
         """True once ``limit`` consecutive messages were refused."""
         return self.strikes >= limit

@@ -484,7 +484,10 @@ def test_spending_a_credit_is_a_refill_then_a_spend(
     now = 1000
     for gap in gaps:
         now += gap  # gaps below zero: a clock read out of order
-        assert fast.spend(now, cost) == reference.spend(now, cost)
+        strikes = fast.strikes
+        will = fast.has_credit(now, cost)
+        assert fast.strikes == strikes  # asking strikes nothing
+        assert fast.spend(now, cost) == reference.spend(now, cost) == will
         assert fast == slow
 
 
