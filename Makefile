@@ -24,10 +24,10 @@ run: $(RUN_STAMP)
 	$(BIN)/tripeaks-server
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check protocol server client_cli tests bench
+	$(BIN)/ruff check protocol server client_cli tools tests bench
 
 typecheck: $(TEST_STAMP)
-	$(BIN)/mypy --strict protocol server client_cli
+	$(BIN)/mypy --strict protocol server client_cli tools bench
 
 pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest

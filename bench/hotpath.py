@@ -31,17 +31,17 @@ from typing import Any, cast
 import msgpack
 
 from bench.load_game import FITS, HIDDEN, UNDO_RUN, move_frame, room_options
-from protocol import messages as m
-from protocol.codec import Encoding
-from protocol.dealer import deal_for_seed
-from protocol.game import Rules
+from protocol.deals.dealer import deal_for_seed
+from protocol.rules.game import Rules
+from protocol.wire import messages as m
+from protocol.wire.codec import Encoding
 from server.config import Settings
-from server.connection import Connection
 from server.fastmove import handle_move
 from server.hub import Hub, RoomHandle, Session
-from server.ratelimit import CreditBucket
-from server.room import Fresh, Identity, Room
-from server.spectate import SpectatorFeed
+from server.race.ratelimit import CreditBucket
+from server.race.room import Fresh, Identity, Room
+from server.race.spectate import SpectatorFeed
+from server.transport.connection import Connection
 
 
 class _Sink:

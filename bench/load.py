@@ -372,8 +372,8 @@ def _worst_by_second(per_worker: list[list[float]] | None) -> list[float]:
 
 def move_frame_bytes() -> int:
     """Size of a typical move frame on the msgpack subprotocol."""
-    from protocol import codec
-    from protocol import messages as m
+    from protocol.wire import codec
+    from protocol.wire import messages as m
 
     return len(codec.encode_msgpack(m.MoveRequest(123, m.MoveAction.PLAY, 17)))
 

@@ -38,9 +38,9 @@ import msgpack
 from bench.load_stats import Meters as Meters  # re-exported: the jobs import it from here
 from bench.load_wire import OP_BINARY, SATURATION_CYCLE_S, Pacer, WireClient, connect, pace_from_env
 from bench.load_wire import frame as ws_frame
-from protocol import codec
-from protocol import messages as m
-from protocol.cards import ALL_CODES, RANKS, is_adjacent
+from protocol.rules.cards import ALL_CODES, RANKS, is_adjacent
+from protocol.wire import codec
+from protocol.wire import messages as m
 
 RANK_OF: dict[str, int] = {code: RANKS.index(code[0]) for code in ALL_CODES}
 HIDDEN = "??"
@@ -111,7 +111,7 @@ def move_frame(seq: int, action: m.MoveAction, position: int | None) -> bytes:
     """``codec.encode_msgpack(MoveRequest(seq, action, position))``, without walking the schema.
 
     The generator sends tens of thousands of moves per second from one core;
-    ``tests/test_bench_load.py`` checks the bytes are the codec's.
+    ``tests/bench/test_load.py`` checks the bytes are the codec's.
     """
     packed: bytes = msgpack.packb(seq)
     return _MOVE_HEAD + packed + _move_tail(action, position)

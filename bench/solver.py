@@ -25,14 +25,14 @@ from typing import Any
 
 from bench._timing import machine, summary_ms, timed
 from client_cli.deal_commands import wilson_interval
-from protocol.dealer import deal_for_seed
-from protocol.game import Deal, Rules
-from protocol.shuffle import candidate_deal
-from protocol.solver import dfs_baseline, par_of, solve
+from protocol.deals.dealer import deal_for_seed
+from protocol.deals.shuffle import candidate_deal
+from protocol.deals.solver import dfs_baseline, par_of, solve
+from protocol.rules.game import Deal, Rules
 
 RESULTS = Path(__file__).parent / "results" / "solver.json"
 
-#: Reference winnable shares from RULES.md: (share, 95% half-width), in percent.
+#: Reference winnable shares from docs/rules.md: (share, 95% half-width), in percent.
 REFERENCE = {
     "wrap": (96.9, 0.24),
     "no-wrap": (73.7, 0.6),

@@ -32,7 +32,7 @@ from textual.widgets import (
 from client_cli.client import ClientError, GameClient
 from client_cli.net import fetch_json
 from client_cli.screens import ClientScreen, RaceScreen, ResultsScreen, WatchScreen
-from protocol import messages as m
+from protocol.wire import messages as m
 
 
 class HomeScreen(ClientScreen):

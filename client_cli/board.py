@@ -4,8 +4,8 @@ No I/O here: the terminal app, the plain mode and the bots all drive this model.
 
 :class:`Knowledge` is a TriPeaks game in which some cards are unknown: a card
 still face down, the next stock card, or (after a resync) the waste cards
-under the top.  It applies the shared rules (``protocol.cards.is_adjacent``,
-``protocol.layout``) only where the known cards decide them, and says
+under the top.  It applies the shared rules (``protocol.rules.cards.is_adjacent``,
+``protocol.rules.layout``) only where the known cards decide them, and says
 :data:`UNSURE` otherwise.
 
 :class:`Board` keeps the *confirmed* knowledge (what the server said) and the
@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from protocol.cards import Card, card_code, is_adjacent, parse_card, rank_of
-from protocol.game import DRAW, HIDDEN, Move, Reason, Rules, Status
-from protocol.layout import BOTTOM_ROW, COVERED_BY, COVERS, PEAK_CARDS
+from protocol.rules.cards import Card, card_code, is_adjacent, parse_card, rank_of
+from protocol.rules.game import DRAW, HIDDEN, Move, Reason, Rules, Status
+from protocol.rules.layout import BOTTOM_ROW, COVERED_BY, COVERS, PEAK_CARDS
 
 #: A card this player has not seen (face down, in the stock, or forgotten by a resync).
 UNKNOWN: Final = -1
@@ -44,7 +44,7 @@ class Knowledge:
     """A game as one player sees it: the cards seen so far and the state of play.
 
     ``peaks[p]`` remembers the card at position ``p`` once seen, even if an undo
-    covers it again (RULES.md: a card that was seen stays seen).
+    covers it again (docs/rules.md: undo never reveals anything unseen).
     """
 
     __slots__ = (

@@ -10,7 +10,7 @@ A bot knows only what its player is shown: it keeps a
 :class:`~client_cli.strategy.Strategy` for each move.  The hot frames
 (``move_result``, ``progress``, ``finish``) are read straight from the msgpack
 map and moves are packed directly, so a bot allocates little per move; the
-rare frames go through the full :func:`protocol.codec.decode_server`.
+rare frames go through the full :func:`protocol.wire.codec.decode_server`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from websockets.asyncio.client import ClientConnection
 from client_cli.board import UNDO, Action, Board, Knowledge
 from client_cli.net import ClientError, ConnectionLost, error_text, open_socket
 from client_cli.strategy import Strategy
-from protocol import codec
-from protocol import messages as m
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.game import DRAW, Status
+from protocol.rules.game import DRAW, Status
+from protocol.wire import codec
+from protocol.wire import messages as m
+from protocol.wire.errors import ErrorCode, ProtocolError
 
 #: Seconds a bot waits for any one step before it reports the race as not completed.
 STEP_TIMEOUT_S: Final = 120.0

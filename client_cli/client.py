@@ -18,9 +18,9 @@ from typing import Final
 
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
 from client_cli.net import ClientError, ConnectionLost, ServerRefused, Session, error_text
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from protocol.game import DRAW, REASON_TEXT, Reason, Rules, Status
+from protocol.rules.game import DRAW, REASON_TEXT, Reason, Rules, Status
+from protocol.wire import messages as m
+from protocol.wire.errors import ErrorCode
 
 #: Seconds between reconnection attempts: doubling, then staying at the last value.
 BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)

@@ -14,7 +14,7 @@ from typing import Any
 
 from client_cli.net import DEFAULT_SERVER, ClientError, normalise_url
 from client_cli.strategy import STRATEGIES
-from protocol import messages as m
+from protocol.wire import messages as m
 
 
 def add_parsers(subparsers: Any) -> None:

@@ -22,12 +22,12 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from protocol.cards import CardError, card_code
-from protocol.dealer import DealtGame, Difficulty, deal_for_seed
-from protocol.game import Deal, Rules
-from protocol.layout import PEAK_CARDS
-from protocol.shuffle import SeedError, candidate_deal, check_seed
-from protocol.solver import SolveResult, solve
+from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
+from protocol.deals.shuffle import SeedError, candidate_deal, check_seed
+from protocol.deals.solver import SolveResult, solve
+from protocol.rules.cards import CardError, card_code
+from protocol.rules.game import Deal, Rules
+from protocol.rules.layout import PEAK_CARDS
 
 #: Column of each peak position in the picture, two characters per card.
 _PICTURE_ROWS: tuple[tuple[int, ...], ...] = (

@@ -19,9 +19,9 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from protocol import codec
-from protocol import messages as m
-from protocol.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
+from protocol.wire import codec
+from protocol.wire import messages as m
+from protocol.wire.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
 
 DEFAULT_SERVER: Final = "ws://127.0.0.1:8765/ws"
 CLIENT_NAME: Final = "tripeaks-cli"
@@ -59,7 +59,7 @@ class ServerRefused(ClientError):
 
     @property
     def code(self) -> int:
-        """The :class:`~protocol.errors.ErrorCode` value."""
+        """The :class:`~protocol.wire.errors.ErrorCode` value."""
         return self.error.code
 
 

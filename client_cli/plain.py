@@ -17,10 +17,10 @@ from client_cli.board import UNDO, Action
 from client_cli.client import ClientError, GameClient, MoveVerdict
 from client_cli.render import plain_board
 from client_cli.results import clock, replay_steps, standing_lines, summary_lines
-from protocol import messages as m
-from protocol.cards import CardError, parse_card
-from protocol.game import DRAW
-from protocol.layout import PEAK_CARDS
+from protocol.rules.cards import CardError, parse_card
+from protocol.rules.game import DRAW
+from protocol.rules.layout import PEAK_CARDS
+from protocol.wire import messages as m
 
 HELP = """\
 commands (one per line):

@@ -18,8 +18,8 @@ from typing import Final
 from rich.text import Text
 
 from client_cli.board import UNKNOWN, Knowledge
-from protocol.cards import Card, card_code, rank_of, suit_of
-from protocol.layout import PEAK_CARDS, ROWS
+from protocol.rules.cards import Card, card_code, rank_of, suit_of
+from protocol.rules.layout import PEAK_CARDS, ROWS
 
 _KEYS_BY_ROW: Final = ("qwe", "zxcvbn", "asdfghjkl", "1234567890")
 
@@ -193,7 +193,7 @@ def plain_code(card: Card | None) -> str:
 
 
 def plain_board(known: Knowledge) -> str:
-    """The board as lines of text, laid out like the picture in RULES.md.
+    """The board as lines of text, laid out like the picture in docs/rules.md.
 
     Every free card is then listed with its position number, a ``*`` marking
     the ones that fit the waste, so ``p NUMBER`` can be typed straight away.

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol import messages as m
-from protocol.cards import CardError, card_code
-from protocol.commitment import verify_commitment, verify_deal
-from protocol.game import DRAW, Deal, Game, IllegalMoveError
+from protocol.deals.commitment import verify_commitment, verify_deal
+from protocol.rules.cards import CardError, card_code
+from protocol.rules.game import DRAW, Deal, Game, IllegalMoveError
+from protocol.wire import messages as m
 
 STATUS_WORDS = {
     "finished": "finished",

@@ -18,9 +18,9 @@ from client_cli.board import UNDO, Knowledge
 from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
 from client_cli.render import HOTKEYS, POSITION_OF_KEY, describe, draw_board
 from client_cli.results import clock, replay_steps, revealed_deal, verify
-from protocol import messages as m
-from protocol.game import DRAW, Game, Rules
-from protocol.layout import PEAK_CARDS
+from protocol.rules.game import DRAW, Game, Rules
+from protocol.rules.layout import PEAK_CARDS
+from protocol.wire import messages as m
 
 if TYPE_CHECKING:
     from client_cli.app import TriPeaksApp

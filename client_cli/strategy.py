@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Final
 
 from client_cli.board import UNDO, UNKNOWN, Action, Knowledge
-from protocol.cards import is_adjacent, rank_of
-from protocol.game import DRAW, Status
-from protocol.layout import COVERED_BY, COVERS, PEAK_CARDS
+from protocol.rules.cards import is_adjacent, rank_of
+from protocol.rules.game import DRAW, Status
+from protocol.rules.layout import COVERED_BY, COVERS, PEAK_CARDS
 
 STRATEGIES: Final = ("greedy", "lookahead")
 #: Undos a bot spends before it resigns a stuck game.

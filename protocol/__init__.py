@@ -1,6 +1,11 @@
-"""Pure TriPeaks core shared by the server and the clients.
+"""The pure TriPeaks core shared by the server and every client.
 
 Nothing in this package touches a socket, a clock or global randomness:
-the rules engine (:mod:`protocol.game`), seeded deals (:mod:`protocol.shuffle`),
-the solver and dealer, and the wire codec are plain functions over values.
+
+* :mod:`protocol.rules`: cards, the layout, the game engine and its refusals;
+* :mod:`protocol.deals`: seeded shuffles, the solver and the dealer, commitments;
+* :mod:`protocol.wire`: the messages, their schema and codec, the error codes, the
+  life-cycle tables, the client session and the move fast path.
+
+Time and randomness come in as arguments.
 """

@@ -22,19 +22,19 @@ from typing import Final, cast
 
 from aiohttp import WSMsgType, web
 
-from protocol import codec
-from protocol import messages as m
-from protocol.errors import CloseCode, ErrorCode, ProtocolError
+from protocol.wire import codec
+from protocol.wire import messages as m
+from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs
-from server.clientaddr import client_address
 from server.config import Settings
-from server.connection import Connection, Transport
 from server.fastmove import handle_move
 from server.hub import Hub
-from server.ratelimit import AddressLimiter
-from server.storage import RaceStore
+from server.race.ratelimit import AddressLimiter
+from server.storage.store import RaceStore
+from server.transport.clientaddr import client_address
+from server.transport.connection import Connection, Transport
+from server.transport.direct import DirectResponse
 from server.web import add_web_routes
-from server.wsdirect import DirectResponse
 
 SETTINGS: Final = web.AppKey("settings", Settings)
 HUB: Final = web.AppKey("hub", Hub)
@@ -222,7 +222,8 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         protocols=(chosen,) if chosen else (),
         compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
         max_msg_size=settings.max_frame_bytes,
-        autoping=False,  # the hub's heartbeat (server.heartbeat) pings; pongs reach the loop
+        # The hub's heartbeat (server.transport.heartbeat) pings; pongs reach the loop.
+        autoping=False,
     )
     await ws.prepare(request)
     # The transport is uvloop's (or asyncio's) socket transport; see Connection.send.
@@ -292,7 +293,7 @@ async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
 
 
 def _direct_move(hub: Hub, conn: Connection, frame: bytes | str) -> bool:
-    """A move straight from aiohttp's parser (:mod:`server.wsdirect`); False to queue the frame.
+    """A move straight from aiohttp's parser (:mod:`server.transport.direct`); False queues it.
 
     Only what :func:`_on_frame` would answer on the fast path is taken here, so
     replies are the same either way.  A frame without credit is queued without

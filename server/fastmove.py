@@ -3,12 +3,12 @@
 Moves are nearly every frame a server reads, and the general path (full
 decode into a message, the life-cycle table, the room's output list, the
 schema-walking encoder) costs several times the move itself.  Here a frame
-that :func:`protocol.codec.parse_move` accepts, from a player seated in a
+that :func:`protocol.wire.codec.parse_move` accepts, from a player seated in a
 racing room, goes straight to :meth:`Room.answer_move`, whose answer comes
 ready to send.  Every check still happens: the engine checks
 the move, the sequence number is checked, and a frame in any other shape,
 or from anyone else, goes the general way, so replies and error codes are
-those of the general path (``tests/test_server_fastpath.py`` compares them).
+those of the general path (``tests/server/test_fastpath.py`` compares them).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Final
 
-from protocol.codec import parse_move
-from protocol.errors import ProtocolError
-from protocol.messages import MoveRequest, Phase
-from server.connection import Connection
+from protocol.wire.codec import parse_move
+from protocol.wire.errors import ProtocolError
+from protocol.wire.messages import MoveRequest, Phase
 from server.metrics import Metrics
+from server.transport.connection import Connection
 
 if TYPE_CHECKING:
     from server.hub import Hub

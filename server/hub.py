@@ -3,7 +3,7 @@
 It owns the sessions (who is who, with reconnect tokens), the rooms, their
 timers and spectator feeds, the deal process pool and the pending database
 writes.  A decoded client message is checked against the life-cycle table
-(:mod:`protocol.lifecycle`), handed to its room, and the room's outputs are
+(:mod:`protocol.wire.lifecycle`), handed to its room, and the room's outputs are
 carried out here: frames encoded once per encoding and sent to many, timers
 set on the event loop, deals computed in worker processes, races stored.
 """
@@ -23,19 +23,17 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from protocol import codec, lifecycle
-from protocol import messages as m
-from protocol.dealer import DealtGame, Difficulty, deal_for_seed
-from protocol.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
-from protocol.game import Rules
+from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
+from protocol.rules.game import Rules
+from protocol.wire import codec, lifecycle
+from protocol.wire import messages as m
+from protocol.wire.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
 from server import ids, logs
 from server.config import Settings
-from server.connection import BATCH, Connection, Frame, Transport
-from server.heartbeat import keep_alive
 from server.metrics import Metrics
-from server.ratelimit import CreditBucket
-from server.records import RaceRecord
-from server.room import (
+from server.race.ratelimit import CreditBucket
+from server.race.records import RaceRecord
+from server.race.room import (
     CancelTimer,
     CloseRoom,
     DealRequest,
@@ -53,8 +51,10 @@ from server.room import (
     ToPlayers,
     ToSpectators,
 )
-from server.spectate import SpectatorFeed
-from server.storage import RaceStore
+from server.race.spectate import SpectatorFeed
+from server.storage.store import RaceStore
+from server.transport.connection import BATCH, Connection, Frame, Transport
+from server.transport.heartbeat import keep_alive
 
 SERVER_VERSION: Final = "tripeaks-race 0.1.0"
 _FEED_TIMER: Final = "__feed__"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from client_cli.board import UNDO, Action
-from protocol.cards import card_code
-from protocol.game import DRAW, Game, IllegalMoveError, Reason
+from protocol.rules.cards import card_code
+from protocol.rules.game import DRAW, Game, IllegalMoveError, Reason
 
 
 def server_answer(game: Game, action: Action) -> dict[str, Any] | Reason:

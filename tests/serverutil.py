@@ -33,13 +33,13 @@ from aiohttp import web
 from websockets.asyncio.client import ClientConnection
 from websockets.typing import Subprotocol
 
-from protocol import codec
-from protocol import messages as m
-from protocol.game import DRAW, Move
+from protocol.rules.game import DRAW, Move
+from protocol.wire import codec
+from protocol.wire import messages as m
 from server.app import HUB, STORE, create_app, make_executor
 from server.config import Settings, from_env
 from server.hub import Hub
-from server.storage import RaceStore
+from server.storage.store import RaceStore
 
 _POOL: concurrent.futures.ProcessPoolExecutor | None = None
 

@@ -20,13 +20,12 @@ from pathlib import Path
 import pytest
 
 import protocol
+import server.race
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = frozenset(
     {"asyncio", "aiohttp", "websockets", "textual", "socket", "time", "random", "sqlalchemy"}
 )
-#: Race cores named by the house rules; ``server/race.py`` declares itself pure too.
-SERVER_CORE_PATTERNS = ("core*.py", "race_core.py", "lifecycle.py", "race.py")
 
 
 def protocol_modules() -> list[str]:
@@ -35,8 +34,8 @@ def protocol_modules() -> list[str]:
 
 
 def server_core_modules() -> list[str]:
-    files = {path for pattern in SERVER_CORE_PATTERNS for path in (ROOT / "server").glob(pattern)}
-    return sorted(f"server.{path.stem}" for path in files)
+    found = pkgutil.walk_packages(server.race.__path__, prefix="server.race.")
+    return ["server.race", *sorted(info.name for info in found)]
 
 
 def source_file(module: str) -> Path:
@@ -135,15 +134,16 @@ def test_protocol_module_imports_nothing_impure(module: str) -> None:
 
 
 def test_every_protocol_module_is_checked() -> None:
-    on_disk = {f"protocol.{p.stem}" for p in (ROOT / "protocol").glob("*.py")}
-    assert on_disk - {"protocol.__init__"} <= set(protocol_modules())
-    assert {"protocol.game", "protocol.cards", "protocol.layout", "protocol.shuffle"} <= on_disk
+    on_disk = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in (ROOT / "protocol").rglob("*.py")
+    }
+    assert on_disk == set(protocol_modules())
+    assert {"protocol.rules.game", "protocol.deals.shuffle", "protocol.wire.codec"} <= on_disk
 
 
-@pytest.mark.parametrize("module", server_core_modules() or ["<none>"])
+@pytest.mark.parametrize("module", server_core_modules())
 def test_pure_race_core_imports_nothing_impure(module: str) -> None:
-    if module == "<none>":
-        pytest.skip("no pure race core module in server/ yet")
     check_module(module)
 
 

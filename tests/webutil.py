@@ -19,7 +19,7 @@ from typing import Final
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
-from protocol.cards import RANKS, SUITS
+from protocol.rules.cards import RANKS, SUITS
 
 CHROMIUM: Final = Path(os.environ.get("TRIPEAKS_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS: Final = (

@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from protocol.game import Rules
-from protocol.shuffle import candidate_deal
-from protocol.solver import dfs_baseline, solve, wins_within
+from protocol.deals.shuffle import candidate_deal
+from protocol.deals.solver import dfs_baseline, solve, wins_within
+from protocol.rules.game import Rules
 
 RULE_SETS = (
     Rules(wrap=True, empty_waste=False),

@@ -10,10 +10,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from protocol.cards import card_code
-from protocol.dealer import Difficulty, deal_for_seed
-from protocol.game import Rules
-from protocol.shuffle import DOMAIN, shuffled_deck
+from protocol.deals.dealer import Difficulty, deal_for_seed
+from protocol.deals.shuffle import DOMAIN, shuffled_deck
+from protocol.rules.cards import card_code
+from protocol.rules.game import Rules
 
 CASES = (
     ("42", Rules(wrap=True, empty_waste=False), Difficulty.ANY),

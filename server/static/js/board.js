@@ -23,7 +23,7 @@ function spotOf(position) {
 
 export const SPOTS = Array.from({ length: PEAK_CARDS }, (_, p) => spotOf(p));
 
-/** Positions lying on top of `position` (RULES.md). */
+/** Positions lying on top of `position` (docs/rules.md). */
 export function coveredBy(position) {
   if (position >= 18) return [];
   if (position >= 9) return [position + 9, position + 10];

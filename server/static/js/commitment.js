@@ -1,6 +1,6 @@
 // Checks done in the browser at race over, with SubtleCrypto's SHA-256:
-// the seed commitment (protocol/commitment.py) and the deal itself, rebuilt
-// from the revealed seed and candidate number (protocol/shuffle.py,
+// the seed commitment (protocol/deals/commitment.py) and the deal itself, rebuilt
+// from the revealed seed and candidate number (protocol/deals/shuffle.py,
 // docs/deals.md). Both must match the Python code byte for byte.
 
 const COMMITMENT_DOMAIN = "tripeaks-commit-v1";

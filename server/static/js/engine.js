@@ -1,4 +1,4 @@
-// A small TriPeaks engine for replays, following RULES.md and protocol/game.py.
+// A small TriPeaks engine for replays, following docs/rules.md and protocol/rules/game.py.
 // It is only used on data the server has already made public: a stored race
 // (GET /api/races/ID) or the deal revealed at race over.
 

@@ -10,7 +10,7 @@ import { PlayerPanel } from "./panel.js";
 
 const $ = (id) => document.getElementById(id);
 const FINAL = new Set(["resign", "timeout", "leave"]);
-// protocol.game.Reason values, as in docs/protocol.md.
+// protocol.rules.game.Reason values, as in docs/protocol.md.
 const REASONS = {
   1: "covered", 2: "not adjacent", 3: "already played", 4: "stock empty",
   5: "nothing to undo", 6: "game over", 7: "no such position", 8: "undo not allowed",

@@ -1,0 +1,453 @@
+"""One encode/decode path for both wire encodings (docs/protocol.md, "Encoding").
+
+* ``tripeaks.v1.msgpack`` (the default): one msgpack map per binary frame.
+* ``tripeaks.v1.json``: the same map as a JSON object in a text frame.
+
+:func:`decode` (client frames, for the server) and :func:`decode_server`
+(server frames, for clients) return a valid message or raise
+:class:`~protocol.wire.errors.ProtocolError`; nothing else escapes them, whatever
+the input.  :func:`encode` does not validate: the server builds its messages
+from checked state, and encoding once per broadcast must stay cheap.
+
+Decoding runs in stages, each with its own error code: frame type, frame
+size, parse (msgpack extension types, duplicate and non-string keys refused
+while parsing), nesting depth, top-level map, type tag, then the message's
+fields (:mod:`protocol.wire.schema`) and its cross-field rules.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal
+
+import msgpack
+
+from protocol.wire import messages as m
+from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.schema import StructNode, compile_struct, register_check
+
+SUBPROTOCOL_MSGPACK: Final = "tripeaks.v1.msgpack"
+SUBPROTOCOL_JSON: Final = "tripeaks.v1.json"
+SUBPROTOCOLS: Final = (SUBPROTOCOL_MSGPACK, SUBPROTOCOL_JSON)
+
+
+class Encoding(enum.StrEnum):
+    MSGPACK = "msgpack"
+    JSON = "json"
+
+
+ENCODING_FOR_SUBPROTOCOL: Final = {
+    SUBPROTOCOL_MSGPACK: Encoding.MSGPACK,
+    SUBPROTOCOL_JSON: Encoding.JSON,
+}
+
+#: Largest client-to-server frame, in bytes (UTF-8 bytes for JSON text).
+MAX_CLIENT_FRAME: Final = 4096
+#: Largest server-to-client frame a client should accept (race_over, room_list).
+MAX_SERVER_FRAME: Final = 256 * 1024
+#: Deepest nesting of maps and lists; the top-level map is depth 1.
+MAX_DEPTH: Final = 6
+
+EncodingName = Encoding | Literal["msgpack", "json"]
+
+
+def choose_subprotocol(offered: Iterable[str]) -> str | None:
+    """The subprotocol to answer for a client's offer, in the client's order.
+
+    An empty offer means the default, msgpack; an offer with nothing this
+    server speaks gives ``None`` (the server then closes with 4005).
+    """
+    offered = [p.strip() for p in offered if p.strip()]
+    if not offered:
+        return SUBPROTOCOL_MSGPACK
+    for name in offered:
+        if name in ENCODING_FOR_SUBPROTOCOL:
+            return name
+    return None
+
+
+def encoding_for(subprotocol: str | None) -> Encoding:
+    """The encoding a negotiated subprotocol uses (none negotiated: msgpack)."""
+    if subprotocol is None:
+        return Encoding.MSGPACK
+    return ENCODING_FOR_SUBPROTOCOL[subprotocol]
+
+
+# ---- encoding -------------------------------------------------------------
+def to_wire(message: m.ClientMessage | m.ServerMessage) -> dict[str, object]:
+    """The message as a plain map, tag first (what both encodings serialise)."""
+    build = _HOT_WIRE.get(type(message))
+    if build is not None:
+        return build(message)
+    node = _NODES[type(message)]
+    wire: dict[str, object] = {"t": message.TAG}
+    wire.update(node.encode(message))
+    return wire
+
+
+# The frames every room sends several times a second, written out by hand: the
+# same maps as the schema walk gives (tests/protocol/wire/test_codec_roundtrip.py compares),
+# at a fraction of its cost.
+def _progress_wire(message: Any) -> dict[str, object]:
+    return {
+        "t": m.Progress.TAG,
+        "elapsed_ms": message.elapsed_ms,
+        "players": [
+            {
+                "player_id": line.player_id,
+                "cleared": line.cleared,
+                "stock_left": line.stock_left,
+                "moves": line.moves,
+                "undos": line.undos,
+                "status": line.status,
+                "elapsed_ms": line.elapsed_ms,
+                "connected": line.connected,
+            }
+            for line in message.players
+        ],
+    }
+
+
+def _view_wire(view: m.BoardView) -> dict[str, object]:
+    return {
+        "board": view.board,
+        "waste_top": view.waste_top,
+        "stock_left": view.stock_left,
+        "moves": view.moves,
+        "draws": view.draws,
+        "undos": view.undos,
+        "status": view.status.value,
+    }
+
+
+def _board_wire(message: Any) -> dict[str, object]:
+    return {
+        "t": m.SpectatorBoard.TAG,
+        "player_id": message.player_id,
+        "view": _view_wire(message.view),
+        "elapsed_ms": message.elapsed_ms,
+    }
+
+
+_HOT_WIRE: Final[dict[type, Callable[[Any], dict[str, object]]]] = {
+    m.Progress: _progress_wire,
+    m.SpectatorBoard: _board_wire,
+}
+
+
+def encode(message: m.ClientMessage | m.ServerMessage, encoding: EncodingName) -> bytes | str:
+    """One frame: ``bytes`` for msgpack (binary frame), ``str`` for JSON (text frame)."""
+    wire = to_wire(message)
+    if encoding == Encoding.MSGPACK:
+        return msgpack.packb(wire, use_bin_type=True)  # type: ignore[no-any-return]
+    return json.dumps(wire, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def encode_msgpack(message: m.ClientMessage | m.ServerMessage) -> bytes:
+    """:func:`encode` for msgpack, typed as ``bytes``."""
+    return msgpack.packb(to_wire(message), use_bin_type=True)  # type: ignore[no-any-return]
+
+
+def encode_json(message: m.ClientMessage | m.ServerMessage) -> str:
+    """:func:`encode` for JSON, typed as ``str``."""
+    return json.dumps(to_wire(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+#: :func:`encode` for msgpack of a map already in wire form (same bytes as ``packb``).
+pack_wire: Final = msgpack.Packer(use_bin_type=True).pack
+
+
+# ---- the move fast path ----------------------------------------------------
+#: Longest ``move`` frame :func:`parse_move` looks at (the plain ones are 21 to 48 bytes).
+_FAST_MOVE_MAX: Final = 64
+_MOVE_ACTIONS: Final = {action.value: action for action in m.MoveAction}
+#: How the codec (and so every client built on it) writes a ``move``, up to its ``seq``.
+_MOVE_HEAD: Final = b"\x84\xa1t\xa4move\xa3seq"
+_SEQ_AT: Final = len(_MOVE_HEAD)
+#: What follows ``seq`` in the codec's plain moves, and what it means.
+_MOVE_TAILS: Final[dict[bytes, tuple[m.MoveAction, int | None]]] = {
+    b"\xa6action" + msgpack.packb(action.value) + b"\xa8position" + msgpack.packb(position): (
+        action,
+        position,
+    )
+    for action in m.MoveAction
+    for position in ([None] if action is not m.MoveAction.PLAY else range(256))
+}
+#: The shortest frame in that layout: ``seq`` in one byte, the shortest tail.
+_SHORTEST_MOVE: Final = _SEQ_AT + 1 + min(len(tail) for tail in _MOVE_TAILS)
+
+
+def parse_move(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None:
+    """``(seq, action, position)`` of a msgpack ``move`` frame in its plain shape, or ``None``.
+
+    The server's hot path.  It accepts only a frame that :func:`decode` turns
+    into a :class:`~protocol.wire.messages.MoveRequest` with these values: a
+    fixmap of string keys, no duplicate (the map's declared size must equal
+    the decoded one), no extra key, each value of its exact type and range,
+    ``position`` present exactly for ``play``.  Anything else, a bad frame
+    included, gives ``None`` and goes through :func:`decode`, so every
+    refusal keeps its error code.
+
+    The codec's own layout (four keys in its order, ``seq`` in its shortest
+    form or any unsigned form) is recognised from the bytes; any other layout
+    is unpacked and checked key by key.
+    """
+    if frame[:_SEQ_AT] == _MOVE_HEAD and _SHORTEST_MOVE <= len(frame) <= _FAST_MOVE_MAX:
+        # seq: a positive fixint, or uint8, uint16 or uint32 (byte shifts: int.from_bytes
+        # costs more than the rest of this function).
+        kind = frame[_SEQ_AT]
+        if kind < 0x80:
+            seq, tail = kind, frame[_SEQ_AT + 1 :]
+        elif kind == 0xCD:
+            seq, tail = frame[_SEQ_AT + 1] << 8 | frame[_SEQ_AT + 2], frame[_SEQ_AT + 3 :]
+        elif kind == 0xCC:
+            seq, tail = frame[_SEQ_AT + 1], frame[_SEQ_AT + 2 :]
+        elif kind == 0xCE:
+            seq, tail = int.from_bytes(frame[_SEQ_AT + 1 : _SEQ_AT + 5]), frame[_SEQ_AT + 5 :]
+        else:
+            seq, tail = 0, b""
+        move = _MOVE_TAILS.get(tail)
+        if move is not None and 1 <= seq <= m.MAX_SEQ:
+            return seq, move[0], move[1]
+    return _parse_move_map(frame)
+
+
+def _parse_move_map(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None:
+    """:func:`parse_move` for a frame in any other layout: unpacked, then checked."""
+    if len(frame) > _FAST_MOVE_MAX or not frame or frame[0] & 0xF0 != 0x80:
+        return None
+    try:
+        wire = msgpack.unpackb(frame)
+    except Exception:
+        return None
+    if type(wire) is not dict or len(wire) != frame[0] & 0x0F or wire.get("t") != "move":
+        return None
+    seq, name, position = wire.get("seq"), wire.get("action"), wire.get("position")
+    if type(seq) is not int or not 1 <= seq <= m.MAX_SEQ or type(name) is not str:
+        return None
+    action = _MOVE_ACTIONS.get(name)
+    if action is None or len(wire) != (4 if "position" in wire else 3):
+        return None
+    if position is None:
+        return None if action is m.MoveAction.PLAY else (seq, action, None)
+    if type(position) is not int or not 0 <= position <= 255 or action is not m.MoveAction.PLAY:
+        return None
+    return seq, action, position
+
+
+# ---- decoding -------------------------------------------------------------
+def decode(frame: bytes | str, encoding: EncodingName) -> m.ClientMessage:
+    """A client-to-server frame as a message, or :class:`ProtocolError`."""
+    return _decode(frame, encoding, m.CLIENT_MESSAGES, MAX_CLIENT_FRAME)  # type: ignore[no-any-return]
+
+
+def decode_server(frame: bytes | str, encoding: EncodingName) -> m.ServerMessage:
+    """A server-to-client frame as a message (for clients), or :class:`ProtocolError`."""
+    return _decode(frame, encoding, m.SERVER_MESSAGES, MAX_SERVER_FRAME)  # type: ignore[no-any-return]
+
+
+def _decode(
+    frame: bytes | str, encoding: EncodingName, registry: dict[str, Any], limit: int
+) -> Any:
+    try:
+        wire = parse_frame(frame, encoding, limit)
+        return _build(wire, registry)
+    except ProtocolError:
+        raise
+    except RecursionError:
+        raise ProtocolError(ErrorCode.TOO_DEEP) from None
+    except Exception as exc:  # the contract: nothing but ProtocolError escapes
+        raise ProtocolError(ErrorCode.MALFORMED_FRAME, f"cannot decode frame: {exc}") from None
+
+
+def parse_frame(frame: bytes | str, encoding: EncodingName, limit: int) -> dict[str, Any]:
+    """Frame type, size, parse and depth checks; returns the top-level map."""
+    if encoding == Encoding.MSGPACK:
+        if not isinstance(frame, bytes | bytearray | memoryview):
+            raise ProtocolError(ErrorCode.WRONG_FRAME_TYPE, "text frame on the msgpack subprotocol")
+        if len(frame) > limit:
+            raise ProtocolError(ErrorCode.FRAME_TOO_LARGE, f"frame over {limit} bytes")
+        value = _unpack(bytes(frame), limit)
+    elif encoding == Encoding.JSON:
+        if not isinstance(frame, str):
+            raise ProtocolError(ErrorCode.WRONG_FRAME_TYPE, "binary frame on the JSON subprotocol")
+        if len(frame) > limit or len(frame.encode("utf-8", "surrogatepass")) > limit:
+            raise ProtocolError(ErrorCode.FRAME_TOO_LARGE, f"frame over {limit} bytes")
+        value = _load_json(frame)
+    else:
+        raise ProtocolError(ErrorCode.MALFORMED_FRAME, f"unknown encoding {encoding!r}")
+    if not isinstance(value, dict):
+        raise ProtocolError(ErrorCode.NOT_A_MAP)
+    _check_depth(value)
+    return value
+
+
+class _ExtensionFound(Exception):
+    pass
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _NonStringKey(Exception):
+    pass
+
+
+def _ext_hook(code: int, data: bytes) -> object:
+    raise _ExtensionFound(code)
+
+
+def _pairs_to_dict(pairs: list[tuple[object, object]]) -> dict[object, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _DuplicateKey()
+    for key in out:
+        if type(key) is not str:
+            raise _NonStringKey()
+    return out
+
+
+def _unpack(data: bytes, limit: int) -> object:
+    try:
+        return msgpack.unpackb(
+            data,
+            raw=False,
+            use_list=True,
+            strict_map_key=False,  # non-string keys get their own code below
+            ext_hook=_ext_hook,
+            object_pairs_hook=_pairs_to_dict,
+            max_str_len=limit,
+            max_bin_len=limit,
+            max_array_len=limit,
+            max_map_len=limit,
+            max_ext_len=limit,
+        )
+    except _ExtensionFound:
+        raise ProtocolError(ErrorCode.EXTENSION_TYPE) from None
+    except _DuplicateKey:
+        raise ProtocolError(ErrorCode.DUPLICATE_KEY) from None
+    except _NonStringKey:
+        raise ProtocolError(ErrorCode.NON_STRING_KEY) from None
+    except msgpack.StackError:
+        raise ProtocolError(ErrorCode.TOO_DEEP) from None
+    except Exception as exc:
+        raise ProtocolError(ErrorCode.MALFORMED_FRAME, f"not valid msgpack: {exc}") from None
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _json_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _DuplicateKey()
+    return out
+
+
+def _load_json(text: str) -> object:
+    try:
+        return json.loads(text, object_pairs_hook=_json_pairs, parse_constant=_reject_constant)
+    except _DuplicateKey:
+        raise ProtocolError(ErrorCode.DUPLICATE_KEY) from None
+    except RecursionError:
+        raise ProtocolError(ErrorCode.TOO_DEEP) from None
+    except Exception as exc:
+        raise ProtocolError(ErrorCode.MALFORMED_FRAME, f"not valid JSON: {exc}") from None
+
+
+def _check_depth(value: object, depth: int = 1) -> None:
+    # msgpack turns a timestamp extension into an object without calling ext_hook.
+    if isinstance(value, msgpack.Timestamp | msgpack.ExtType):
+        raise ProtocolError(ErrorCode.EXTENSION_TYPE)
+    if isinstance(value, dict):
+        items: Iterable[object] = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return
+    if depth > MAX_DEPTH:
+        raise ProtocolError(ErrorCode.TOO_DEEP, f"nested deeper than {MAX_DEPTH} levels")
+    for item in items:
+        _check_depth(item, depth + 1)
+
+
+def _build(wire: dict[str, Any], registry: dict[str, Any]) -> Any:
+    if "t" not in wire:
+        raise ProtocolError(ErrorCode.MISSING_FIELD, "the type tag is missing", path="t")
+    tag = wire["t"]
+    if type(tag) is not str:
+        raise ProtocolError(ErrorCode.WRONG_TYPE, "the type tag must be a string", path="t")
+    cls = registry.get(tag)
+    if cls is None:
+        shown = tag if len(tag) <= 32 else tag[:32] + "..."
+        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {shown!r}", path="t")
+    seq = wire.get("seq") if tag == m.MoveRequest.TAG else None
+    try:
+        return _NODES[cls].decode_map(wire, "", skip="t")
+    except ProtocolError as err:
+        err.tag = tag
+        err.seq = seq if type(seq) is int and 1 <= seq <= m.MAX_SEQ else None
+        raise
+
+
+def error_reply(err: ProtocolError) -> m.Error:
+    """The ``error`` message that answers a frame refused with ``err``."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in err.message)[:200]
+    return m.Error(code=int(err.code), message=text or "error", ref=err.tag, seq=err.seq)
+
+
+# ---- cross-field rules ------------------------------------------------------
+def _check_hello(hello: m.Hello) -> None:
+    if hello.version not in m.SUPPORTED_VERSIONS:
+        supported = ", ".join(str(v) for v in sorted(m.SUPPORTED_VERSIONS))
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"protocol version {hello.version} is not supported (this server speaks {supported})",
+            path="version",
+        )
+
+
+def _check_move(move: m.MoveRequest) -> None:
+    if (move.action is m.MoveAction.PLAY) != (move.position is not None):
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            "position is required for play and must be null or absent for draw and undo",
+            path="position",
+        )
+
+
+def _check_move_result(result: m.MoveResult) -> None:
+    if result.accepted == (result.reason is not None):
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            "reason is set exactly when the move was rejected",
+            path="reason",
+        )
+
+
+def _check_race_over(race: m.RaceOver) -> None:
+    if (race.deal.waste is None) != race.empty_waste:
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            "deal.waste is null exactly with empty_waste",
+            path="deal.waste",
+        )
+
+
+register_check(m.Hello, _check_hello)
+register_check(m.MoveRequest, _check_move)
+register_check(m.MoveResult, _check_move_result)
+register_check(m.RaceOver, _check_race_over)
+
+_NODES: Final[dict[type, StructNode]] = {
+    cls: compile_struct(cls) for cls in (*m.CLIENT_MESSAGES.values(), *m.SERVER_MESSAGES.values())
+}
+
+
+def node_for(cls: type) -> StructNode:
+    """The compiled schema of a message or nested class (for docs and tests)."""
+    return compile_struct(cls)

@@ -1,0 +1,114 @@
+"""What a room asks its shell to do: the outputs of :mod:`server.race.room`.
+
+Plain frozen dataclasses; the shell (:mod:`server.hub`) carries them out in
+order.  Nothing here does any I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.deals.dealer import Difficulty
+from protocol.rules.game import Rules
+from protocol.wire.messages import LeftReason, RaceEnd, ServerMessage
+from server.race.records import RaceRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``message`` to one connected player or spectator."""
+
+    player_id: str
+    message: ServerMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToPlayers:
+    """Send ``message`` to every connected member (encoded once)."""
+
+    message: ServerMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToSpectators:
+    """Send ``message`` to every spectator: after the delay unless ``live``.
+
+    ``key`` names what the frame describes, for late joiners' snapshot.
+    """
+
+    message: ServerMessage
+    key: str | None = None
+    new_race: bool = False
+    live: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetTimer:
+    """Call :meth:`Room.on_timer` with ``name`` at ``at_ms`` (replacing any earlier one)."""
+
+    name: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DealRequest:
+    """Deal ``seed`` off the event loop, then call :meth:`Room.deal_ready` with ``ticket``."""
+
+    ticket: int
+    seed: str
+    rules: Rules
+    difficulty: Difficulty
+
+
+@dataclass(frozen=True, slots=True)
+class SaveRace:
+    record: RaceRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Detach:
+    """This player or spectator is no longer in the room."""
+
+    player_id: str
+    reason: LeftReason
+
+
+@dataclass(frozen=True, slots=True)
+class RaceBegan:
+    """A race started (for metrics and logs)."""
+
+    race_id: str
+    players: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaceEnded:
+    """A race ended (for metrics and logs)."""
+
+    race_id: str
+    ended_by: RaceEnd
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRoom:
+    """The room is gone: forget it."""
+
+
+Output = (
+    Send
+    | ToPlayers
+    | ToSpectators
+    | SetTimer
+    | CancelTimer
+    | DealRequest
+    | SaveRace
+    | Detach
+    | RaceBegan
+    | RaceEnded
+    | CloseRoom
+)

@@ -1,0 +1,81 @@
+"""What a room shows of a running race: the progress line and the spectator boards.
+
+Plain functions over the room's state, pure like :mod:`server.race.room`, which
+calls them from its progress flush (a few times a second per room, never on
+the move path) and when the first spectator arrives.  The room keeps the
+bookkeeping of *when* to flush (which racers changed, when the next flush is
+due); this module builds *what* is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+
+from protocol.wire.messages import BoardView, PlayerProgress, Progress, RoomOptions, SpectatorBoard
+from server.race.outputs import Output, ToPlayers, ToSpectators
+from server.race.race import Race, Racer
+from server.race.room_types import Seat
+
+
+def progress_frames(
+    race: Race, seats: Mapping[str, Seat], boards_for: Iterable[str], now_ms: int
+) -> list[Output]:
+    """Every racer's progress line, to players and spectators, then the board of
+    each racer in ``boards_for`` (player ids; ones not racing are skipped)."""
+    elapsed = race.elapsed(race.end_ms or now_ms)
+    progress = Progress(
+        elapsed, tuple(progress_line(race, r, seats, now_ms) for r in race.racers.values())
+    )
+    outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
+    for pid in boards_for:
+        racer = race.racers.get(pid)
+        if racer is not None:
+            board = SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed)
+            outputs.append(ToSpectators(board, key="board:" + pid))
+    return outputs
+
+
+def boards_wanted(options: RoomOptions, spectators: Collection[str]) -> bool:
+    """Boards cost time to build: skip them when no spectator can ever read them.
+
+    With a spectator delay the feed must hold every board for late joiners;
+    without one, a late joiner gets the current boards when joining.
+    """
+    if spectators:
+        return True
+    return options.allow_spectators and options.spectator_delay_s > 0
+
+
+def current_boards(race: Race | None, now_ms: int) -> list[Output]:
+    """Every racer's board as it stands, for spectators (none once the race is over)."""
+    if race is None or race.over:
+        return []
+    elapsed = race.elapsed(now_ms)
+    return [
+        ToSpectators(
+            SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed), key="board:" + pid
+        )
+        for pid, racer in race.racers.items()
+    ]
+
+
+def progress_line(
+    race: Race, racer: Racer, seats: Mapping[str, Seat], now_ms: int
+) -> PlayerProgress:
+    """One racer's line in the progress message; ``seats`` tells who is connected."""
+    game = racer.game
+    seat = seats.get(racer.player_id)
+    if racer.done_ms is not None:
+        elapsed = racer.finish_ms if racer.finish_ms is not None else racer.done_ms
+    else:
+        elapsed = race.elapsed(race.end_ms or now_ms)
+    return PlayerProgress(
+        player_id=racer.player_id,
+        cleared=game.cleared,
+        stock_left=game.stock_left,
+        moves=game.moves,
+        undos=game.undos,
+        status=racer.status,
+        elapsed_ms=elapsed,
+        connected=seat is not None and seat.connected,
+    )

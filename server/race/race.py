@@ -1,0 +1,542 @@
+"""One race, pure: every player's game, the move checks, the clock and the ranking.
+
+No I/O and no clock: each call takes ``now_ms`` (milliseconds on the
+server's race clock).  The room (:mod:`server.race.room`) owns a :class:`Race`
+while it runs and turns its results into wire messages.
+
+Sequence numbers: each player's moves carry ``seq`` 1, 2, 3, ...  A number
+already answered returns the original answer again and changes
+nothing (a move resent after a reconnect counts once); a number that skips
+ahead raises :class:`SeqOutOfOrder`.  Rejected moves use up their number too,
+so a resend of a rejected move is rejected again with the same reason.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
+
+import msgpack
+
+from protocol.rules.cards import ALL_CODES
+from protocol.rules.game import (
+    DRAW,
+    Deal,
+    Game,
+    IllegalMoveError,
+    PlayerView,
+    Reason,
+    Status,
+    standing_key,
+)
+from protocol.wire.codec import pack_wire
+from protocol.wire.messages import MoveAction, MoveResult, PlayerStatus, Uncovered
+from server.race.records import MoveLogEntry, PlayerResult
+
+#: How many answered moves each player can have resent after a reconnect.
+RESULT_MEMORY: Final = 64
+#: Refused moves logged per player; accepted moves are always logged.
+MAX_REFUSALS_LOGGED: Final = 1000
+
+
+#: The actions a move log holds (an entry stores the index).
+_LOG_ACTIONS: Final = ("play", "draw", "undo", "resign", "timeout", "leave")
+_LOG_ACTION_INDEX: Final = {name: i for i, name in enumerate(_LOG_ACTIONS)}
+_CARD_INDEX: Final = {code: i for i, code in enumerate(ALL_CODES)}
+_LOG_PLAY, _LOG_DRAW, _LOG_UNDO = (_LOG_ACTION_INDEX[name] for name in ("play", "draw", "undo"))
+
+
+#: One log entry as the bytes of its seven integers: ``ints.frombytes(ENTRY.pack(...))``
+#: costs less than half of ``ints.extend`` of a tuple.
+ENTRY: Final = struct.Struct("7q")
+_pack_entry: Final = ENTRY.pack
+
+
+class MoveLog:
+    """A player's move log, seven integers per entry in one flat array.
+
+    Thousands of players append to their logs many times a second; tuples
+    would each be an object for the garbage collector to walk (tens of ms per
+    young-generation collection at 2,000 players), integers in an array are
+    not.  :meth:`entries` turns them into :class:`MoveLogEntry` at the end.
+    """
+
+    __slots__ = ("ints",)
+
+    def __init__(self) -> None:
+        #: The entries, seven integers each (see :meth:`append`; -1 for ``None``).
+        self.ints = array("q")
+
+    def append(
+        self,
+        seq: int,
+        at_ms: int,
+        action: str,
+        position: int | None,
+        accepted: bool,
+        reason: int | None,
+        card: str | None,
+    ) -> None:
+        """Log one entry (the fields of :class:`MoveLogEntry`)."""
+        self.ints.frombytes(ENTRY.pack(
+            seq, at_ms, _LOG_ACTION_INDEX[action], -1 if position is None else position,
+            accepted, -1 if reason is None else reason, -1 if card is None else _CARD_INDEX[card],
+        ))
+
+    def entries(self) -> tuple[MoveLogEntry, ...]:
+        """Every entry, oldest first."""
+        ints = self.ints
+        return tuple(
+            MoveLogEntry(
+                ints[i], ints[i + 1], _LOG_ACTIONS[ints[i + 2]],
+                None if ints[i + 3] < 0 else ints[i + 3], bool(ints[i + 4]),
+                None if ints[i + 5] < 0 else ints[i + 5],
+                None if ints[i + 6] < 0 else ALL_CODES[ints[i + 6]],
+            )
+            for i in range(0, len(ints), 7)
+        )
+
+    def __len__(self) -> int:
+        return len(self.ints) // 7
+
+#: ``action.value`` without the enum descriptor's cost on every move.
+_ACTION_NAME: Final = {action: action.value for action in MoveAction}
+
+#: Record statuses differ from the wire's in one word.
+RECORD_STATUS: Final = {status: status.value for status in PlayerStatus} | {
+    PlayerStatus.TIMED_OUT: "timeout"
+}
+
+
+class SeqOutOfOrder(Exception):
+    """A move's sequence number skips ahead of the next one expected."""
+
+    def __init__(self, expected: int, got: int) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__(f"expected move seq {expected} (or a resend of an earlier one), got {got}")
+
+
+@dataclass(slots=True)
+class Racer:
+    """One player's side of the race."""
+
+    player_id: str
+    name: str
+    is_bot: bool
+    game: Game
+    status: PlayerStatus = PlayerStatus.RACING
+    last_seq: int = 0
+    #: The frames of the last answers (seqs up to ``last_seq``), for resends.  Bytes give
+    #: the collector no work.
+    answers: deque[bytes] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
+    #: Every move attempt (and how the player stopped), for the stored race.
+    log: MoveLog = field(default_factory=MoveLog)
+    refusals_logged: int = 0
+    penalty_ms: int = 0
+    finish_ms: int | None = None
+    #: Race time when the current cleared count was reached (ranks non-finishers).
+    cleared_at_ms: int = 0
+    #: Race time when the player stopped racing.
+    done_ms: int | None = None
+
+    @property
+    def is_done(self) -> bool:
+        """True when nothing this player can do changes the race any more."""
+        if self.status is PlayerStatus.STUCK:
+            return not self.game.allow_undo
+        return self.status is not PlayerStatus.RACING
+
+    def view(self) -> PlayerView:
+        """What this player sees."""
+        return self.game.view()
+
+
+class Race:
+    """The authoritative state of one race.
+
+    ``players`` are ``(player_id, name, is_bot)``; ``time_limit_ms`` is
+    measured from ``start_ms``, the end of the countdown.
+    """
+
+    def __init__(
+        self,
+        deal: Deal,
+        players: list[tuple[str, str, bool]],
+        *,
+        start_ms: int,
+        allow_undo: bool,
+        undo_penalty_ms: int,
+        time_limit_ms: int,
+    ) -> None:
+        self.start_ms = start_ms
+        self.undo_penalty_ms = undo_penalty_ms
+        self.time_limit_ms = time_limit_ms
+        self.racers: dict[str, Racer] = {
+            pid: Racer(pid, name, is_bot, Game(deal, allow_undo=allow_undo))
+            for pid, name, is_bot in players
+        }
+        self.finish_order: list[str] = []
+        #: ``uncovered`` entries of the answers, packed once per race.
+        self.uncovered = uncovered_pieces(deal.peaks)
+        self.over = False
+        self.end_ms: int | None = None
+
+    # ---- queries -------------------------------------------------------
+    def elapsed(self, now_ms: int) -> int:
+        """Race time in ms (0 before the start)."""
+        return max(0, now_ms - self.start_ms)
+
+    @property
+    def deadline_ms(self) -> int:
+        """When the time limit ends the race."""
+        return self.start_ms + self.time_limit_ms
+
+    def all_done(self) -> bool:
+        """True when every racer has finished, is out, has resigned or has left."""
+        return all(racer.is_done for racer in self.racers.values())
+
+    def standings(self) -> list[Racer]:
+        """Racers in rank order (see :func:`rank_key`)."""
+        return sorted(self.racers.values(), key=rank_key)
+
+    # ---- inputs --------------------------------------------------------
+    def move(
+        self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> tuple[MoveResult, bool]:
+        """Apply one move; return its result and whether it is a fresh (not resent) answer."""
+        answer = self.answer(player_id, seq, action, position, now_ms)
+        return answer.message(), answer.fresh
+
+    def answer(
+        self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> Answer:
+        """:meth:`move` as the server sends it: the ``move_result`` frame, packed (msgpack).
+
+        The frame is what ``codec.encode_msgpack`` makes of the :class:`MoveResult`
+        (``tests/server/test_fastpath.py`` checks it), built without the message.
+        Answers are remembered as these bytes: compact, and no work for the
+        garbage collector.
+        """
+        return Answer(*self.respond(self.racers[player_id], seq, action, position, now_ms))
+
+    def respond(
+        self, racer: Racer, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> tuple[bytes, Reason | None, bool]:
+        """:meth:`answer` for the server's hot path, for one of this race's racers: a plain
+        tuple ``(frame, reason, fresh)``."""
+        if seq != racer.last_seq + 1:
+            return self._resent(racer, seq)
+        racer.last_seq = seq
+        at = now_ms - self.start_ms
+        if at < 0:
+            at = 0
+        if self.over or racer.status in _FINAL:
+            return self._refuse(racer, seq, action, position, Reason.GAME_OVER, at), (
+                Reason.GAME_OVER
+            ), True
+        game = racer.game
+        try:
+            if action is _PLAY:
+                if position is None:
+                    raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
+                turned = game.play(position)
+                card = game.deal.peaks[position]
+                # A card lies on at most two others: it turns up none, one or two.
+                items = self.uncovered
+                if not turned:
+                    uncovered = _EMPTY_LIST
+                elif len(turned) == 1:
+                    uncovered = _LIST_OF_ONE + items[turned[0]]
+                else:
+                    uncovered = _LIST_OF_TWO + items[turned[0]] + items[turned[1]]
+                middle = _PLAY_MIDDLE % (_INTS[position], _CARDS[card], uncovered)
+                racer.cleared_at_ms = at
+                racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
+            elif action is _DRAW:
+                card = game.draw()
+                middle = _DRAW_MIDDLE % _CARDS[card]
+                racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_DRAW, -1, 1, -1, card))
+            else:
+                undone, hidden = game.take_back()
+                racer.penalty_ms += self.undo_penalty_ms
+                racer.cleared_at_ms = at
+                if undone == DRAW:
+                    middle = _UNDO_DRAW_MIDDLE
+                    racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, -1, 1, -1, -1))
+                else:
+                    assert isinstance(undone, int)
+                    card = game.deal.peaks[undone]
+                    middle = _UNDO_PLAY_MIDDLE % (
+                        _INTS[undone], _CARDS[card], bytes((0x90 + len(hidden), *hidden))
+                    )
+                    racer.log.ints.frombytes(
+                        _pack_entry(seq, at, _LOG_UNDO, undone, 1, -1, card)
+                    )
+        except IllegalMoveError as refusal:
+            reason = refusal.reason
+            if action is _DRAW:
+                position = None  # a draw has none, even if the caller gave one
+            return self._refuse(racer, seq, action, position, reason, at), reason, True
+        top, stock, cleared, moves, draws, undos, status = game.tally()
+        if status is _PLAYING:
+            status_bytes = _PLAYING_BYTES
+            if racer.status is not _RACING:
+                # An undo out of a stuck position puts the player back in the race.
+                racer.status = _RACING
+                racer.done_ms = None
+        else:
+            self._stopped_by(racer, status, at)
+            status_bytes = _STATUS_BYTES[status]
+        ints, n, penalty = _INTS, _INTS_KNOWN, racer.penalty_ms
+        frame = _FRAME % (
+            ints[seq] if seq < n else pack_wire(seq),
+            middle,
+            _NIL if top is None else _CARDS[top],
+            ints[stock],
+            ints[cleared],
+            ints[moves] if moves < n else pack_wire(moves),
+            ints[draws] if draws < n else pack_wire(draws),
+            ints[undos] if undos < n else pack_wire(undos),
+            status_bytes,
+            ints[penalty] if penalty < n else pack_wire(penalty),
+            ints[at] if at < n else pack_wire(at),
+        )
+        racer.answers.append(frame)
+        return frame, None, True
+
+    def resign(self, player_id: str, now_ms: int) -> bool:
+        """The player gives up; False if they were already done."""
+        return self._stop(player_id, PlayerStatus.RESIGNED, "resign", now_ms)
+
+    def leave(self, player_id: str, now_ms: int) -> bool:
+        """The player left (or their reconnect grace ran out)."""
+        return self._stop(player_id, PlayerStatus.LEFT, "leave", now_ms)
+
+    def time_up(self, now_ms: int) -> list[str]:
+        """The time limit is reached: everyone still racing times out (then call :meth:`end`)."""
+        return [
+            pid
+            for pid, racer in self.racers.items()
+            if not racer.is_done and self._stop(pid, PlayerStatus.TIMED_OUT, "timeout", now_ms)
+        ]
+
+    def end(self, now_ms: int) -> None:
+        """Mark the race over."""
+        if not self.over:
+            self.over = True
+            self.end_ms = now_ms
+
+    # ---- results -------------------------------------------------------
+    def results(self) -> tuple[PlayerResult, ...]:
+        """Every player's stored result, in rank order."""
+        return tuple(
+            PlayerResult(
+                player_id=racer.player_id,
+                name=racer.name,
+                is_bot=racer.is_bot,
+                rank=rank,
+                status=RECORD_STATUS[racer.status],
+                finish_ms=racer.finish_ms,
+                cleared=racer.game.cleared,
+                moves=racer.game.moves,
+                draws=racer.game.draws,
+                undos=racer.game.undos,
+                penalty_ms=racer.penalty_ms,
+                log=racer.log.entries(),
+            )
+            for rank, racer in enumerate(self.standings(), start=1)
+        )
+
+    # ---- internals -----------------------------------------------------
+    def _resent(self, racer: Racer, seq: int) -> tuple[bytes, Reason | None, bool]:
+        """A seq that is not the next one: the remembered answer, or :class:`SeqOutOfOrder`."""
+        last = racer.last_seq
+        back = last - seq  # answers[-1] is the answer to last_seq
+        if seq > last or back >= len(racer.answers):
+            raise SeqOutOfOrder(last + 1, seq)
+        frame = racer.answers[-1 - back]
+        reason = msgpack.unpackb(frame)["reason"]  # resends are rare: read it back
+        return frame, None if reason is None else Reason(reason), False
+
+    def _stopped_by(self, racer: Racer, status: Status, at: int) -> None:
+        """The player's game just ended: won or stuck."""
+        if status is Status.WON:
+            racer.status = PlayerStatus.FINISHED
+            racer.finish_ms = at + racer.penalty_ms
+            racer.done_ms = at
+            self.finish_order.append(racer.player_id)
+        else:
+            racer.status = PlayerStatus.STUCK
+            racer.done_ms = at
+
+    def _refuse(
+        self,
+        racer: Racer,
+        seq: int,
+        action: MoveAction,
+        position: int | None,
+        reason: Reason,
+        at: int,
+    ) -> bytes:
+        """Log a refused move (up to :data:`MAX_REFUSALS_LOGGED`); remember and return its frame."""
+        if racer.refusals_logged < MAX_REFUSALS_LOGGED:
+            racer.refusals_logged += 1
+            racer.log.append(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
+        if position is not None and position > 255:
+            position = None
+        middle = _REFUSED_MIDDLE % (pack_wire(action), pack_wire(reason), pack_wire(position))
+        frame = _frame(racer, seq, middle, at)
+        racer.answers.append(frame)
+        return frame
+
+    def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
+        racer = self.racers.get(player_id)
+        if racer is None or racer.status in _FINAL:
+            return False
+        at = self.elapsed(now_ms)
+        racer.status = status
+        racer.done_ms = at
+        racer.log.append(0, at, action, None, True, None, None)
+        return True
+
+
+class Answer(NamedTuple):
+    """The answer to one move: its ``move_result`` frame (msgpack), why it was refused
+    (``None``: accepted) and whether it is fresh (not a resend)."""
+
+    frame: bytes
+    reason: Reason | None
+    fresh: bool
+
+    def message(self) -> MoveResult:
+        """The answer as a :class:`MoveResult` (for the general path and tests)."""
+        return message_of(msgpack.unpackb(self.frame))
+
+
+_STATUS_OF_NAME: Final = {status.value: status for status in Status}
+
+# ---- the answer frame, from pre-packed pieces ---------------------------------
+# An answer is the msgpack map of a MoveResult, keys in the codec's order.  Packing a
+# 19-key dict per move costs more than the move, and most of the map is the same from
+# one answer to the next: the keys, and per kind of answer most values.  So the frame
+# is a byte template (``%b`` where a value goes) filled with ready-packed values.
+# tests/server/test_fastpath.py holds every kind of answer to the codec's bytes.
+_PLAY, _DRAW = MoveAction.PLAY, MoveAction.DRAW
+_RACING: Final = PlayerStatus.RACING
+_NIL: Final = b"\xc0"
+_EMPTY_LIST, _LIST_OF_ONE, _LIST_OF_TWO = b"\x90", b"\x91", b"\x92"
+_SLOT: Final = object()
+#: Small non-negative integers, packed (larger ones are packed when needed).
+_INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
+_INTS_KNOWN: Final = len(_INTS)
+_CARDS: Final = tuple(pack_wire(code) for code in ALL_CODES)
+_PLAYING: Final = Status.PLAYING
+_PLAYING_BYTES: Final = pack_wire(_PLAYING.value)
+_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
+
+
+def _int(value: int) -> bytes:
+    return _INTS[value] if 0 <= value < _INTS_KNOWN else bytes(pack_wire(value))
+
+
+def _pieces(keys: tuple[str, ...], values: tuple[object, ...]) -> bytes:
+    """Each key packed, followed by its value packed, or by ``%b`` where the value is
+    :data:`_SLOT` (filled in per answer)."""
+    out = b"".join(
+        pack_wire(key) + (b"%b" if value is _SLOT else pack_wire(value))
+        for key, value in zip(keys, values, strict=True)
+    )
+    assert out.count(b"%") == out.count(b"%b"), "a packed constant must not look like a slot"
+    return out
+
+
+_MIDDLE_KEYS: Final = (
+    "action", "accepted", "reason", "position", "card", "uncovered", "hidden", "undone"
+)
+_TAIL_KEYS: Final = (
+    "waste_top", "stock_left", "cleared", "moves", "draws", "undos", "status", "penalty_ms",
+    "elapsed_ms",
+)
+#: ``%`` (seq, middle, then the tail's values): the whole frame.
+_FRAME: Final[bytes] = (
+    msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
+    + _pieces(("t", "seq"), (MoveResult.TAG, _SLOT))
+    + b"%b"
+    + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
+)
+# The middles, by kind of answer.  ``hidden`` is an empty list where the codec writes
+# the message's empty tuple.
+_PLAY_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("play", True, None, _SLOT, _SLOT, _SLOT, [], None))
+_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("draw", True, None, None, _SLOT, [], [], None))
+_UNDO_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("undo", True, None, None, None, [], [], "draw"))
+_UNDO_PLAY_MIDDLE: Final = _pieces(
+    _MIDDLE_KEYS, ("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
+)
+_REFUSED_MIDDLE: Final = _pieces(
+    _MIDDLE_KEYS, (_SLOT, False, _SLOT, _SLOT, None, [], [], None)
+)
+
+
+def uncovered_pieces(peaks: tuple[int, ...]) -> tuple[bytes, ...]:
+    """Each position's entry of ``uncovered`` (``{"position": p, "card": code}``), packed."""
+    return tuple(
+        pack_wire({"position": p, "card": ALL_CODES[card]}) for p, card in enumerate(peaks)
+    )
+
+
+def _frame(racer: Racer, seq: int, middle: bytes, at: int) -> bytes:
+    """The answer's frame: ``middle`` (packed from ``action`` to ``undone``) and the rest
+    from the player's state.  (:meth:`Race.respond` writes this out for accepted moves.)"""
+    top, stock, cleared, moves, draws, undos, status = racer.game.tally()
+    return _FRAME % (
+        _int(seq), middle, _NIL if top is None else _CARDS[top], _int(stock), _int(cleared),
+        _int(moves), _int(draws), _int(undos), _STATUS_BYTES[status], _int(racer.penalty_ms),
+        _int(at),
+    )
+
+
+def message_of(wire: dict[str, Any]) -> MoveResult:
+    """The :class:`MoveResult` whose wire map is ``wire`` (built by :meth:`Race.answer`,
+    or unpacked from its frame)."""
+    reason, undone = wire["reason"], wire["undone"]
+    return MoveResult(
+        seq=wire["seq"],
+        action=MoveAction(wire["action"]),
+        accepted=wire["accepted"],
+        reason=None if reason is None else Reason(reason),
+        position=wire["position"],
+        card=wire["card"],
+        uncovered=tuple(Uncovered(u["position"], u["card"]) for u in wire["uncovered"]),
+        hidden=tuple(wire["hidden"]),
+        undone=None if undone is None else MoveAction(undone),
+        waste_top=wire["waste_top"],
+        stock_left=wire["stock_left"],
+        cleared=wire["cleared"],
+        moves=wire["moves"],
+        draws=wire["draws"],
+        undos=wire["undos"],
+        status=_STATUS_OF_NAME[wire["status"]],
+        penalty_ms=wire["penalty_ms"],
+        elapsed_ms=wire["elapsed_ms"],
+    )
+
+
+_FINAL: Final = frozenset(
+    {PlayerStatus.FINISHED, PlayerStatus.RESIGNED, PlayerStatus.LEFT, PlayerStatus.TIMED_OUT}
+)
+
+
+def rank_key(racer: Racer) -> tuple[int, float, int]:
+    """Finishers by time, then everyone else by cleared cards, time, fewer moves.
+
+    Uses :func:`protocol.rules.game.standing_key`.  For a player who did not
+    finish, "time" is the race time at which they reached their final cleared
+    count: of two players who both cleared 20, the one who got there first
+    ranks higher.
+    """
+    time = racer.finish_ms if racer.finish_ms is not None else racer.cleared_at_ms
+    return standing_key(racer.game.cleared, time, racer.game.moves)

@@ -1,0 +1,558 @@
+"""A room as a pure reducer: members, host, options and the race life cycle.
+
+Every input is a method call carrying ``now_ms`` (the server's clock, in unix
+milliseconds); every method returns the outputs the shell must carry out
+(:data:`Output`): frames to send, timers to set, a deal to compute, a race to
+store.  Nothing here touches a socket, a clock or a random generator: fresh
+seeds and race ids come in as arguments.  Which message is allowed in which
+phase is decided before any of this runs, by :mod:`protocol.wire.lifecycle`; the
+methods here check only what the table cannot (host rights, ready flags,
+room limits) and raise :class:`~protocol.wire.errors.ProtocolError` for those.
+
+Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
+``racing`` -> ``finished`` -> (every member asks for a rematch) ->
+``countdown`` ...  A room with no members closes after a grace period.
+
+The room's small value types (:class:`Identity`, :class:`Seat`,
+:class:`RoomTimings`, :class:`Fresh`) live in :mod:`server.race.room_types` and
+are re-exported here; the progress line and spectator boards are built by
+:mod:`server.race.progress`.  This module decides when they are sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from protocol.deals.commitment import commitment
+from protocol.deals.dealer import DealtGame, Difficulty
+from protocol.rules.game import Reason
+from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.messages import (
+    BoardView,
+    Countdown,
+    Error,
+    Finish,
+    LeftReason,
+    Member,
+    MoveAction,
+    MoveRequest,
+    Phase,
+    PlayerStatus,
+    RaceEnd,
+    RaceStart,
+    Resync,
+    Role,
+    RoomOptions,
+    RoomState,
+    RoomSummary,
+    UndoPolicy,
+)
+from protocol.wire.messages import Left as LeftMessage
+from server.race.outputs import (
+    CancelTimer,
+    CloseRoom,
+    DealRequest,
+    Detach,
+    Output,
+    RaceBegan,
+    RaceEnded,
+    SaveRace,
+    Send,
+    SetTimer,
+    ToPlayers,
+    ToSpectators,
+)
+from server.race.progress import boards_wanted, current_boards, progress_frames
+from server.race.race import Answer, Race, Racer, SeqOutOfOrder
+from server.race.results import race_outcome
+from server.race.room_types import Fresh, Identity, PendingRace, RoomTimings, Seat
+
+PROGRESS_TIMER: Final = "progress"
+COUNTDOWN_TIMER: Final = "countdown"
+TIME_LIMIT_TIMER: Final = "time_limit"
+EMPTY_TIMER: Final = "empty"
+GRACE_PREFIX: Final = "grace:"
+
+
+class Room:
+    """One room.  Create it with its host; see the module docstring."""
+
+    def __init__(
+        self, code: str, options: RoomOptions, host: Identity, now_ms: int, timings: RoomTimings
+    ) -> None:
+        self.code = code
+        self.options = options
+        self.timings = timings
+        self.phase = Phase.LOBBY
+        self.version = 0
+        self.seats: dict[str, Seat] = {host.player_id: Seat(host)}
+        self.spectators: set[str] = set()
+        self.host_id: str | None = host.player_id
+        self.created_ms = now_ms
+        self.race: Race | None = None
+        self.race_id: str | None = None
+        self.dealt: DealtGame | None = None
+        self.commitment: str | None = None
+        self.closed = False
+        self._ticket = 0
+        self._pending: PendingRace | None = None
+        self._dirty: set[str] = set()
+        self._progress_due: int | None = None
+        self._last_progress_ms = 0
+
+    # ---- queries -----------------------------------------------------------
+    def role_of(self, player_id: str) -> Role | None:
+        """The role ``player_id`` has here, or ``None`` if not in the room."""
+        if player_id in self.seats:
+            return Role.PLAYER
+        return Role.SPECTATOR if player_id in self.spectators else None
+
+    def is_host(self, player_id: str) -> bool:
+        return player_id == self.host_id
+
+    def connected_players(self) -> list[str]:
+        return [pid for pid, seat in self.seats.items() if seat.connected]
+
+    def state(self, role: Role) -> RoomState:
+        """The room as ``role`` sees it."""
+        return RoomState(
+            version=self.version,
+            code=self.code,
+            phase=self.phase,
+            host_id=self.host_id,
+            options=self.options,
+            members=tuple(
+                Member(s.identity.player_id, s.identity.name, s.identity.bot, s.ready, s.connected)
+                for s in self.seats.values()
+            ),
+            spectators=len(self.spectators),
+            your_role=role,
+            race_id=self.race_id,
+        )
+
+    def summary(self) -> RoomSummary:
+        """The room's line in the public room list."""
+        return RoomSummary(
+            self.code, self.phase, len(self.seats), len(self.spectators), self.options
+        )
+
+    def resync(self, player_id: str, now_ms: int) -> Resync:
+        """Everything a (re)connected player needs to carry on."""
+        racer = self.race.racers.get(player_id) if self.race is not None else None
+        race = self.race
+        return Resync(
+            room_version=self.version,
+            phase=self.phase,
+            race_id=self.race_id,
+            commitment=self.commitment,
+            started_at_ms=race.start_ms if race is not None else None,
+            server_time_ms=now_ms,
+            elapsed_ms=race.elapsed(race.end_ms or now_ms) if race is not None else 0,
+            last_seq=racer.last_seq if racer is not None else 0,
+            penalty_ms=racer.penalty_ms if racer is not None else 0,
+            view=BoardView.from_view(racer.view()) if racer is not None else None,
+        )
+
+    # ---- membership --------------------------------------------------------
+    def join(self, who: Identity, role: Role, now_ms: int) -> list[Output]:
+        """A player takes a seat, or a spectator starts watching."""
+        pid = who.player_id
+        if pid in self.seats or pid in self.spectators:
+            raise ProtocolError(ErrorCode.ALREADY_IN_ROOM)
+        if role is Role.SPECTATOR:
+            return self._add_spectator(who, now_ms)
+        if self.phase in (Phase.COUNTDOWN, Phase.RACING):
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "the race has already started")
+        if len(self.seats) >= self.options.max_players:
+            raise ProtocolError(ErrorCode.ROOM_FULL)
+        self.seats[pid] = Seat(who)
+        if self.host_id is None:
+            self.host_id = pid
+        return [CancelTimer(EMPTY_TIMER), *self._state_changed()]
+
+    def _add_spectator(self, who: Identity, now_ms: int) -> list[Output]:
+        if not self.options.allow_spectators:
+            raise ProtocolError(ErrorCode.SPECTATORS_NOT_ALLOWED)
+        racer = self.race.racers.get(who.player_id) if self.race is not None else None
+        if racer is not None and not self.race_over and not racer.is_done:
+            raise ProtocolError(ErrorCode.ALREADY_RACING)
+        first = not self.spectators
+        self.spectators.add(who.player_id)
+        outputs = self._state_changed()  # the live room_state reaches the new spectator too
+        if first and self.options.spectator_delay_s == 0:
+            outputs += current_boards(self.race, now_ms)  # none were built while nobody watched
+        return outputs
+
+    @property
+    def race_over(self) -> bool:
+        return self.race is None or self.race.over
+
+    def leave(
+        self, player_id: str, now_ms: int, reason: LeftReason = LeftReason.LEFT
+    ) -> list[Output]:
+        """A member or spectator leaves (or is kicked, or their grace ran out)."""
+        outputs: list[Output] = [
+            Send(player_id, LeftMessage(self.code, reason)),
+            Detach(player_id, reason),
+            CancelTimer(GRACE_PREFIX + player_id),
+        ]
+        if player_id in self.spectators:
+            self.spectators.discard(player_id)
+            return outputs + self._state_changed() + self._maybe_empty(now_ms)
+        if player_id not in self.seats:
+            return []
+        del self.seats[player_id]
+        if self.host_id == player_id:
+            self.host_id = next(iter(self.seats), None)
+        if self.race is not None and not self.race.over and self.race.leave(player_id, now_ms):
+            outputs += self._mark_dirty(player_id, now_ms)
+            outputs += self._racer_changed(player_id, now_ms)
+        if self.phase is Phase.COUNTDOWN and not self.seats:
+            self._pending = None
+            self.phase = Phase.LOBBY
+        outputs += self._state_changed()
+        return outputs + self._maybe_empty(now_ms)
+
+    def kick(self, host_id: str, target: str, now_ms: int) -> list[Output]:
+        """The host removes a member."""
+        self._require_host(host_id)
+        if target == host_id:
+            raise ProtocolError(ErrorCode.CANNOT_KICK_SELF)
+        if target not in self.seats:
+            raise ProtocolError(ErrorCode.NO_SUCH_MEMBER)
+        return self.leave(target, now_ms, LeftReason.KICKED)
+
+    def disconnect(self, player_id: str, now_ms: int) -> list[Output]:
+        """A connection dropped: a member keeps the seat for the grace period."""
+        if player_id in self.spectators:
+            return self.leave(player_id, now_ms)
+        seat = self.seats.get(player_id)
+        if seat is None:
+            return []
+        seat.connected = False
+        outputs: list[Output] = [
+            SetTimer(GRACE_PREFIX + player_id, now_ms + self.timings.reconnect_grace_ms)
+        ]
+        if self.race is not None and player_id in self.race.racers:
+            outputs += self._mark_dirty(player_id, now_ms)
+        return outputs + self._state_changed()
+
+    def reconnect(self, player_id: str, now_ms: int) -> list[Output]:
+        """A member came back with their token: restore the seat and resync them."""
+        seat = self.seats.get(player_id)
+        if seat is None:
+            return []
+        seat.connected = True
+        outputs: list[Output] = [CancelTimer(GRACE_PREFIX + player_id)]
+        outputs += self._state_changed()
+        outputs.append(Send(player_id, self.resync(player_id, now_ms)))
+        if self.race is not None and player_id in self.race.racers:
+            outputs += self._mark_dirty(player_id, now_ms)
+        return outputs
+
+    def set_ready(self, player_id: str, ready: bool) -> list[Output]:
+        seat = self.seats[player_id]
+        if seat.ready == ready:
+            return []
+        seat.ready = ready
+        return self._state_changed()
+
+    def update_options(self, host_id: str, options: RoomOptions) -> list[Output]:
+        """The host changes the options in the lobby; everyone must ready up again."""
+        self._require_host(host_id)
+        if options.max_players < len(self.seats):
+            raise ProtocolError(
+                ErrorCode.INVALID_COMBINATION,
+                f"max_players {options.max_players} is below the {len(self.seats)} members",
+                path="options.max_players",
+            )
+        self.options = options
+        for seat in self.seats.values():
+            seat.ready = False
+        return self._state_changed()
+
+    # ---- the race life cycle -----------------------------------------------
+    def start(self, host_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
+        """The host starts: deal (off the loop), then count down."""
+        self._require_host(host_id)
+        waiting = [
+            s.identity.name for pid, s in self.seats.items() if pid != host_id and not s.ready
+        ]
+        if waiting:
+            raise ProtocolError(ErrorCode.PLAYERS_NOT_READY, "not ready: " + ", ".join(waiting))
+        return self._begin(fresh)
+
+    def rematch(self, player_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
+        """A member asks for a rematch; when every member has, the next race begins."""
+        self.seats[player_id].ready = True
+        if all(seat.ready for seat in self.seats.values()):
+            return self._begin(fresh)
+        return self._state_changed()
+
+    def _begin(self, fresh: Fresh) -> list[Output]:
+        self._ticket += 1
+        seed = self.options.practice_seed or fresh.seed
+        self._pending = PendingRace(self._ticket, fresh.race_id, seed)
+        self.phase = Phase.COUNTDOWN
+        request = DealRequest(
+            self._ticket, seed, self.options.rules, Difficulty(self.options.difficulty)
+        )
+        return [request, *self._state_changed()]
+
+    def deal_ready(self, ticket: int, dealt: DealtGame, now_ms: int) -> list[Output]:
+        """The deal is ready: announce the countdown (or start at once)."""
+        pending = self._pending
+        if pending is None or pending.ticket != ticket or self.phase is not Phase.COUNTDOWN:
+            return []
+        pending.dealt = dealt
+        seconds = self.options.countdown_s
+        pending.start_at_ms = now_ms + seconds * 1000
+        if seconds == 0:
+            return self._start_race(now_ms)
+        message = Countdown(seconds, pending.start_at_ms, now_ms)
+        return [
+            ToPlayers(message),
+            ToSpectators(message, key="countdown", new_race=True),
+            SetTimer(COUNTDOWN_TIMER, pending.start_at_ms),
+        ]
+
+    def deal_failed(self, ticket: int, reason: str) -> list[Output]:
+        """Dealing failed (a practice seed that cannot be dealt): back to the lobby."""
+        pending = self._pending
+        if pending is None or pending.ticket != ticket:
+            return []
+        self._pending = None
+        self.phase = Phase.LOBBY
+        outputs = self._state_changed()
+        if self.host_id is not None:
+            outputs.append(Send(self.host_id, Error(int(ErrorCode.BAD_SEED), reason[:200])))
+        return outputs
+
+    def _start_race(self, now_ms: int) -> list[Output]:
+        pending = self._pending
+        if pending is None or pending.dealt is None:
+            return []
+        self._pending = None
+        dealt = pending.dealt
+        options = self.options
+        limit_ms = options.time_limit_s * 1000 or self.timings.max_race_ms
+        race = Race(
+            dealt.deal,
+            [(pid, s.identity.name, s.identity.bot) for pid, s in self.seats.items()],
+            start_ms=now_ms,
+            allow_undo=options.undo is not UndoPolicy.OFF,
+            undo_penalty_ms=options.undo_penalty_s * 1000
+            if options.undo is UndoPolicy.PENALTY
+            else 0,
+            time_limit_ms=limit_ms,
+        )
+        self.race, self.dealt, self.race_id = race, dealt, pending.race_id
+        self.commitment = commitment(dealt.seed, dealt.rules)
+        self.phase = Phase.RACING
+        self._dirty.clear()
+        view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
+        outputs: list[Output] = [
+            *self._state_changed(),
+            RaceBegan(pending.race_id, len(race.racers)),
+        ]
+        if view is not None:
+            start = RaceStart(
+                race_id=pending.race_id,
+                practice=options.practice,
+                wrap=dealt.rules.wrap,
+                empty_waste=dealt.rules.empty_waste,
+                commitment=self.commitment,
+                view=view,
+                started_at_ms=now_ms,
+                server_time_ms=now_ms,
+            )
+            outputs += [ToPlayers(start), ToSpectators(start, key="race", new_race=True)]
+        outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+        if race.all_done():
+            outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)
+        return outputs
+
+    def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
+        """A player's move: checked by the engine, answered to that player only."""
+        frame, reason, outputs = self.answer_move(
+            player_id, request.seq, request.action, request.position, now_ms
+        )
+        return [Send(player_id, Answer(frame, reason, True).message()), *outputs]
+
+    def answer_move(
+        self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
+    ) -> tuple[bytes, Reason | None, Sequence[Output]]:
+        """:meth:`move` for the server's hot path: the answer's frame (:meth:`Race.answer`),
+        why the move was refused (``None``: accepted), and the outputs that follow."""
+        race = self.race
+        racer = race.racers.get(player_id) if race is not None else None
+        if racer is None:
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing in this race")
+        assert race is not None
+        before = racer.status
+        try:
+            frame, reason, fresh = race.respond(racer, seq, action, position, now_ms)
+        except SeqOutOfOrder as exc:
+            raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=seq) from None
+        if not fresh or reason is not None:
+            return frame, reason, ()
+        self._dirty.add(player_id)
+        # A racer who is not done (stuck with undo allowed, or back from stuck) cannot
+        # finish the race: only a flush to schedule, if none is due yet.
+        ended = racer.status is not before and racer.is_done
+        if self._progress_due is not None and not ended:
+            return frame, None, ()  # the usual move: the progress flush is already due
+        return frame, None, self._moved(racer, ended, now_ms)
+
+    def _moved(self, racer: Racer, ended: bool, now_ms: int) -> list[Output]:
+        outputs = self._mark_dirty(racer.player_id, now_ms)
+        if ended:
+            outputs += self._racer_changed(racer.player_id, now_ms)
+        return outputs
+
+    def resign(self, player_id: str, now_ms: int) -> list[Output]:
+        race = self.race
+        if race is None or not race.resign(player_id, now_ms):
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "you are not racing")
+        return self._mark_dirty(player_id, now_ms) + self._racer_changed(player_id, now_ms)
+
+    def on_timer(self, name: str, now_ms: int) -> list[Output]:
+        """A timer set by :class:`SetTimer` fired."""
+        if name == PROGRESS_TIMER:
+            return self._flush_progress(now_ms)
+        if name == COUNTDOWN_TIMER and self.phase is Phase.COUNTDOWN:
+            return self._start_race(now_ms)
+        if name == TIME_LIMIT_TIMER and self.race is not None and not self.race.over:
+            self.race.time_up(now_ms)
+            return self._end_race(now_ms, RaceEnd.TIME_LIMIT)
+        if name == EMPTY_TIMER and not self.seats:
+            return self.close(now_ms)
+        if name.startswith(GRACE_PREFIX):
+            pid = name.removeprefix(GRACE_PREFIX)
+            seat = self.seats.get(pid)
+            if seat is not None and not seat.connected:
+                return self.leave(pid, now_ms)
+        return []
+
+    def abort(self, now_ms: int) -> list[Output]:
+        """The server is shutting down: end a running race and store it as it stands."""
+        if self.race is not None and not self.race.over:
+            return self._end_race(now_ms, RaceEnd.ABORTED)
+        return []
+
+    def close(self, now_ms: int) -> list[Output]:
+        """Close the room: everyone still in it is told and detached."""
+        outputs = self.abort(now_ms)
+        for pid in [*self.spectators, *self.seats]:
+            outputs += [
+                Send(pid, LeftMessage(self.code, LeftReason.ROOM_CLOSED)),
+                Detach(pid, LeftReason.ROOM_CLOSED),
+            ]
+        self.spectators.clear()
+        self.seats.clear()
+        self.closed = True
+        return [*outputs, CloseRoom()]
+
+    # ---- internals -----------------------------------------------------------
+    def _require_host(self, player_id: str) -> None:
+        if player_id != self.host_id:
+            raise ProtocolError(ErrorCode.NOT_HOST)
+
+    def _state_changed(self) -> list[Output]:
+        self.version += 1
+        return [
+            ToPlayers(self.state(Role.PLAYER)),
+            ToSpectators(self.state(Role.SPECTATOR), live=True),
+        ]
+
+    def _maybe_empty(self, now_ms: int) -> list[Output]:
+        if self.seats:
+            return []
+        return [SetTimer(EMPTY_TIMER, now_ms + self.timings.empty_grace_ms)]
+
+    def _mark_dirty(self, player_id: str, now_ms: int) -> list[Output]:
+        self._dirty.add(player_id)
+        if self._progress_due is not None:
+            return []
+        due = max(now_ms, self._last_progress_ms + self.timings.progress_interval_ms)
+        self._progress_due = due
+        return [SetTimer(PROGRESS_TIMER, due)]
+
+    def _flush_progress(self, now_ms: int) -> list[Output]:
+        """The due progress flush: frames built by :func:`server.race.progress.progress_frames`."""
+        self._progress_due = None
+        race = self.race
+        if race is None or not self._dirty:
+            return []
+        self._last_progress_ms = now_ms
+        boards_for = sorted(self._dirty) if boards_wanted(self.options, self.spectators) else ()
+        outputs = progress_frames(race, self.seats, boards_for, now_ms)
+        self._dirty.clear()
+        return outputs
+
+    def _racer_changed(self, player_id: str, now_ms: int) -> list[Output]:
+        """A racer's status changed: announce a finish, and end the race when all are done."""
+        race = self.race
+        assert race is not None
+        racer = race.racers[player_id]
+        outputs: list[Output] = []
+        if racer.status is PlayerStatus.FINISHED and racer.finish_ms is not None:
+            finishers = sorted(
+                (r for r in race.racers.values() if r.finish_ms is not None),
+                key=lambda r: (r.finish_ms, r.game.moves),
+            )
+            finish = Finish(
+                player_id=player_id,
+                name=racer.name,
+                rank=finishers.index(racer) + 1,
+                time_ms=racer.finish_ms,
+                moves=racer.game.moves,
+                undos=racer.game.undos,
+            )
+            outputs += [ToPlayers(finish), ToSpectators(finish, key="finish:" + player_id)]
+        if race.all_done():
+            outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)
+        return outputs
+
+    def _end_race(self, now_ms: int, ended_by: RaceEnd) -> list[Output]:
+        race, dealt, race_id = self.race, self.dealt, self.race_id
+        if race is None or dealt is None or race_id is None or race.over:
+            return []
+        race.end(now_ms)
+        self._dirty.update(race.racers)
+        outputs = self._flush_progress(now_ms)
+        outputs.append(CancelTimer(TIME_LIMIT_TIMER))
+        over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
+        self.phase = Phase.FINISHED
+        for seat in self.seats.values():
+            seat.ready = False
+        outputs += [
+            ToPlayers(over),
+            ToSpectators(over, key="over"),
+            SaveRace(record),
+            RaceEnded(race_id, ended_by),
+            *self._state_changed(),
+        ]
+        return outputs
+
+
+__all__ = [
+    "CancelTimer",
+    "CloseRoom",
+    "DealRequest",
+    "Detach",
+    "Fresh",
+    "Identity",
+    "Output",
+    "RaceBegan",
+    "RaceEnded",
+    "Room",
+    "RoomTimings",
+    "SaveRace",
+    "Seat",
+    "Send",
+    "SetTimer",
+    "ToPlayers",
+    "ToSpectators",
+]

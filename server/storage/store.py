@@ -1,0 +1,520 @@
+"""Stored race results: one async interface over SQLite and PostgreSQL.
+
+:class:`RaceStore` wraps a SQLAlchemy async engine (aiosqlite for SQLite, the
+default; asyncpg for PostgreSQL) and speaks only :mod:`server.race.records`.
+``await RaceStore.connect(url)`` brings the schema up to date with the
+versioned SQL steps in ``server/storage/migrations/`` (``NNNN_name.sql``, or
+``NNNN_name.sqlite.sql`` / ``NNNN_name.postgresql.sql`` for a step that
+differs by back end).  The ``schema_version`` table records each applied
+step; a database written by newer code is refused rather than guessed at.
+
+Every failure the caller can act on is a :class:`StorageError` with a
+message that names the database (passwords hidden)::
+
+    StorageError                  bad record, driver failure, bad migration files
+    +-- DatabaseURLError          malformed or unsupported URL
+    +-- DatabaseUnavailableError  cannot connect, or the connection died
+    +-- SchemaTooNewError         the database was migrated by newer code
+    +-- DuplicateRaceError        another race already has this id
+
+The tables and the record <-> row mapping live in :mod:`server.storage.schema`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
+from server.storage.schema import (
+    CREATE_SCHEMA_VERSION,
+    Row,
+    move_of,
+    player_of,
+    race_moves,
+    race_of,
+    race_players,
+    races,
+    rows_of,
+    schema_version,
+)
+
+#: Largest page :meth:`RaceStore.list_races` serves in one call.
+MAX_LIST_LIMIT: Final = 1000
+#: Lock id for serialising migrations across PostgreSQL clients (any constant works).
+_PG_MIGRATION_LOCK: Final = 0x7472_6970_6561_6B73 & 0x7FFF_FFFF_FFFF_FFFF
+#: How long a SQLite writer waits for another process's lock before failing.
+_SQLITE_BUSY_TIMEOUT_S: Final = 30.0
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+?)(?:\.(sqlite|postgresql))?\.sql$")
+
+
+class StorageError(Exception):
+    """The race store cannot do what was asked; the message says why."""
+
+
+class DatabaseURLError(StorageError):
+    """The database URL is malformed or names an unsupported back end."""
+
+
+class SchemaTooNewError(StorageError):
+    """The database was migrated by newer code than this one."""
+
+
+class DatabaseUnavailableError(StorageError):
+    """The database cannot be reached (down, restarting, or the connection died)."""
+
+
+class DuplicateRaceError(StorageError):
+    """A race with this id is already stored; stored races are never overwritten."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One versioned schema step: its SQL statements for one back end."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def default_db_url() -> str:
+    """The SQLite URL used when no database is configured; creates its directory.
+
+    The directory is ``$TRIPEAKS_DATA_DIR``, else ``$XDG_DATA_HOME/tripeaks``,
+    else ``~/.local/share/tripeaks``.
+    """
+    explicit = os.environ.get("TRIPEAKS_DATA_DIR")
+    if explicit:
+        directory = Path(explicit).expanduser()
+    else:
+        xdg = os.environ.get("XDG_DATA_HOME")
+        base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+        directory = base / "tripeaks"
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{directory.resolve() / 'tripeaks.db'}"
+
+
+def driver_url(url: str) -> URL:
+    """Map a user-facing database URL to the async driver SQLAlchemy should use.
+
+    ``sqlite:///PATH`` and ``sqlite+aiosqlite:///PATH`` go to aiosqlite;
+    ``postgresql://``, ``postgres://`` and ``postgresql+asyncpg://`` go to
+    asyncpg.  Anything else raises :class:`DatabaseURLError`.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise DatabaseURLError("empty database URL: use sqlite:///PATH or postgresql://...")
+    try:
+        parsed = make_url(url.strip())
+    except ArgumentError as exc:
+        raise DatabaseURLError(
+            f"malformed database URL {_hide_password(url)!r}: "
+            "use sqlite:///PATH or postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
+        ) from exc
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "postgres":
+        backend = "postgresql"
+    wanted = {"sqlite": "aiosqlite", "postgresql": "asyncpg"}.get(backend)
+    if wanted is None:
+        raise DatabaseURLError(
+            f"unsupported database {parsed.drivername!r} in "
+            f"{parsed.render_as_string(hide_password=True)!r}: use sqlite:///PATH or postgresql://..."
+        )
+    if driver and driver != wanted:
+        raise DatabaseURLError(
+            f"unsupported driver {driver!r} for {backend}: this server uses {wanted} "
+            f"(write {backend}://... or {backend}+{wanted}://...)"
+        )
+    if backend == "sqlite" and not parsed.database:
+        raise DatabaseURLError(
+            "a SQLite URL needs a file path: sqlite:///relative/path.db or sqlite:////absolute/path.db"
+        )
+    if backend == "postgresql" and not (parsed.host or parsed.query.get("host")):
+        raise DatabaseURLError(
+            f"a PostgreSQL URL needs a host: postgresql://USER@HOST:PORT/DBNAME, "
+            f"got {parsed.render_as_string(hide_password=True)!r}"
+        )
+    return parsed.set(drivername=f"{backend}+{wanted}")
+
+
+def load_migrations(dialect: str, directory: Path | None = None) -> tuple[Migration, ...]:
+    """The ordered migration steps for ``dialect`` ("sqlite" or "postgresql").
+
+    Versions must run 1, 2, 3, ... without gaps; a step may have one shared
+    file or one file per back end, never both.
+    """
+    root: Any = directory if directory is not None else _migrations_dir()
+    steps: dict[int, Migration] = {}
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        match = _MIGRATION_NAME.match(entry.name)
+        if match is None:
+            if entry.name.endswith(".sql"):
+                raise StorageError(f"badly named migration file {entry.name!r}")
+            continue
+        version, name, only_for = int(match[1]), match[2], match[3]
+        if only_for is not None and only_for != dialect:
+            continue
+        if version in steps:
+            raise StorageError(f"two migration files for version {version} ({dialect})")
+        steps[version] = Migration(version, name, _split_sql(entry.read_text(encoding="utf-8")))
+    versions = sorted(steps)
+    if versions != list(range(1, len(versions) + 1)):
+        raise StorageError(f"migration versions must run 1, 2, 3, ... without gaps: {versions}")
+    return tuple(steps[v] for v in versions)
+
+
+class RaceStore:
+    """Async storage of finished races.  Create with :meth:`connect`."""
+
+    def __init__(self, engine: AsyncEngine, display_url: str) -> None:
+        self._engine = engine
+        self._display_url = display_url
+        self._is_sqlite = engine.dialect.name == "sqlite"
+        # SQLite has one writer at a time; queueing writers here beats busy-waiting.
+        self._write_lock = asyncio.Lock()
+        #: Tries per save while the database is unreachable, and the first pause between.
+        self.save_attempts = 4
+        self.retry_delay_s = 0.25
+
+    @classmethod
+    async def connect(
+        cls, url: str | None = None, *, migrations: Sequence[Migration] | None = None
+    ) -> RaceStore:
+        """Open the database at ``url`` (default: :func:`default_db_url`) and migrate it.
+
+        ``migrations`` replaces the packaged steps (tests use it to stage upgrades).
+        """
+        target = driver_url(url if url is not None else default_db_url())
+        # Logged and shown in errors: the user's form of the URL, password hidden.
+        display = target.set(drivername=target.get_backend_name()).render_as_string(
+            hide_password=True
+        )
+        engine = _create_engine(target)
+        store = cls(engine, display)
+        try:
+            await store.migrate(migrations)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return store
+
+    @property
+    def url(self) -> str:
+        """The database URL, password hidden: fit for logs."""
+        return self._display_url
+
+    @property
+    def dialect(self) -> str:
+        """The back end: ``sqlite`` or ``postgresql``."""
+        return str(self._engine.dialect.name)
+
+    async def migrate(self, migrations: Sequence[Migration] | None = None) -> int:
+        """Apply pending migration steps; returns the schema version now in force."""
+        steps = tuple(migrations) if migrations is not None else load_migrations(self.dialect)
+        latest = steps[-1].version if steps else 0
+        async with self._transaction(exclusive=True) as conn:
+            if not self._is_sqlite:
+                await conn.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+                )
+            await conn.execute(sa.text(CREATE_SCHEMA_VERSION))
+            current = await _current_version(conn)
+            if current > latest:
+                raise SchemaTooNewError(
+                    f"database {self._display_url} has schema version {current}, but this "
+                    f"server only knows versions up to {latest}: upgrade the server, or point "
+                    "it at another database"
+                )
+            now_ms = int(time.time() * 1000)
+            for step in (step for step in steps if step.version > current):
+                for statement in step.statements:
+                    try:
+                        await conn.execute(sa.text(statement))
+                    except DBAPIError as exc:
+                        # Raising inside the transaction rolls every step back.
+                        raise StorageError(
+                            f"migration {step.version:04d}_{step.name} failed on "
+                            f"{self._display_url}: {_reason(exc)}; the schema stays at "
+                            f"version {current}"
+                        ) from exc
+                await conn.execute(
+                    schema_version.insert().values(
+                        version=step.version, name=step.name, applied_at_ms=now_ms
+                    )
+                )
+        return latest
+
+    async def schema_version(self) -> int:
+        """The schema version recorded in the database (0 for an empty one)."""
+        async with self._connection() as conn:
+            return await _current_version(conn)
+
+    async def save_race(self, record: RaceRecord) -> None:
+        """Store a finished race with its players and move logs, all or nothing.
+
+        Saving the same record again changes nothing; a different record under
+        a stored id raises :class:`DuplicateRaceError`.  While the database is
+        unreachable the write is retried a few times (about
+        :attr:`retry_delay_s` doubling) before :class:`DatabaseUnavailableError`.
+        """
+        try:
+            race_row, player_rows, move_rows = rows_of(record)
+        except ValueError as exc:
+            raise StorageError(str(exc)) from exc
+        delay = self.retry_delay_s
+        for attempt in range(1, self.save_attempts + 1):
+            try:
+                await self._insert(race_row, player_rows, move_rows)
+                return
+            except IntegrityError as exc:
+                stored = await self.get_race(record.race_id)
+                if stored is None:
+                    raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
+                if _same(stored, record):
+                    return  # an earlier attempt (or caller) already stored it
+                raise DuplicateRaceError(
+                    f"another race with the id {record.race_id!r} is already stored"
+                ) from exc
+            except DatabaseUnavailableError:
+                if attempt == self.save_attempts:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
+
+    async def _insert(self, race_row: Row, player_rows: list[Row], move_rows: list[Row]) -> None:
+        async with self._transaction(exclusive=True) as conn:
+            await conn.execute(races.insert(), [race_row])
+            if player_rows:
+                await conn.execute(race_players.insert(), player_rows)
+            if move_rows:
+                await conn.execute(race_moves.insert(), move_rows)
+
+    async def get_race(self, race_id: str) -> RaceRecord | None:
+        """The stored race with this id, logs included, or ``None``."""
+        records = await self._load([race_id], with_logs=True)
+        return records[0] if records else None
+
+    async def list_races(
+        self, player: str | None = None, limit: int = 20, *, with_logs: bool = True
+    ) -> list[RaceRecord]:
+        """Recent races, newest start first, optionally only those ``player`` (a name) ran.
+
+        With ``with_logs=False`` each player's log is left empty, which is all a
+        summary (:meth:`RaceRecord.summary_json`) needs.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_LIST_LIMIT:
+            raise ValueError(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+        query = sa.select(races.c.race_id)
+        if player is not None:
+            ran = sa.select(race_players.c.race_id).where(race_players.c.name == player)
+            query = query.where(races.c.race_id.in_(ran))
+        query = query.order_by(races.c.started_at_ms.desc(), races.c.race_id.desc()).limit(limit)
+        async with self._connection() as conn:
+            ids = [row.race_id for row in await conn.execute(query)]
+        return await self._load(ids, with_logs=with_logs)
+
+    async def close(self) -> None:
+        """Close every pooled connection; the store is unusable afterwards."""
+        await self._engine.dispose()
+
+    async def _load(self, ids: Sequence[str], *, with_logs: bool) -> list[RaceRecord]:
+        if not ids:
+            return []
+        async with self._connection() as conn:
+            race_rows = (await conn.execute(races.select().where(races.c.race_id.in_(ids)))).all()
+            player_rows = (
+                await conn.execute(
+                    race_players.select()
+                    .where(race_players.c.race_id.in_(ids))
+                    .order_by(race_players.c.race_id, race_players.c.rank, race_players.c.player_id)
+                )
+            ).all()
+            move_rows: Sequence[sa.Row[Any]] = []
+            if with_logs:
+                move_rows = (
+                    await conn.execute(
+                        race_moves.select()
+                        .where(race_moves.c.race_id.in_(ids))
+                        .order_by(race_moves.c.race_id, race_moves.c.player_id, race_moves.c.idx)
+                    )
+                ).all()
+        logs: dict[tuple[str, str], list[MoveLogEntry]] = {}
+        for row in move_rows:
+            logs.setdefault((row.race_id, row.player_id), []).append(move_of(row))
+        players: dict[str, list[PlayerResult]] = {}
+        for row in player_rows:
+            log = tuple(logs.get((row.race_id, row.player_id), ()))
+            players.setdefault(row.race_id, []).append(player_of(row, log))
+        by_id = {
+            row.race_id: race_of(row, tuple(players.get(row.race_id, ()))) for row in race_rows
+        }
+        return [by_id[race_id] for race_id in ids if race_id in by_id]
+
+    def _connection(self) -> _Guarded:
+        return _Guarded(self, exclusive=False, transaction=False)
+
+    def _transaction(self, *, exclusive: bool) -> _Guarded:
+        return _Guarded(self, exclusive=exclusive, transaction=True)
+
+
+class _Guarded:
+    """A connection (optionally in a transaction) whose driver errors read clearly."""
+
+    def __init__(self, store: RaceStore, *, exclusive: bool, transaction: bool) -> None:
+        self._store = store
+        self._exclusive = exclusive and store._is_sqlite
+        self._transaction = transaction
+        self._conn: AsyncConnection | None = None
+        self._locked = False
+
+    async def __aenter__(self) -> AsyncConnection:
+        if self._exclusive:
+            await self._store._write_lock.acquire()
+            self._locked = True
+        try:
+            conn = await self._store._engine.connect()
+        except BaseException as exc:
+            self._release()
+            if isinstance(exc, DBAPIError | OSError):
+                raise DatabaseUnavailableError(
+                    f"cannot open database {self._store.url}: {_reason(exc)}"
+                ) from exc
+            raise
+        try:
+            if self._exclusive:
+                conn = await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+            if self._transaction:
+                await conn.begin()
+        except BaseException as exc:
+            await self._close(conn)
+            if isinstance(exc, DBAPIError):
+                raise _failure(self._store, exc) from exc
+            raise
+        self._conn = conn
+        return conn
+
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        conn = self._conn
+        assert conn is not None
+        try:
+            if self._transaction and conn.in_transaction():
+                if exc is None:
+                    await conn.commit()
+                else:
+                    await conn.rollback()
+        except DBAPIError as failure:
+            # A failed COMMIT wrote nothing; a failed ROLLBACK (dead connection)
+            # changes nothing either: report whichever error came first.
+            exc = exc or failure
+        finally:
+            await self._close(conn)
+        if isinstance(exc, DBAPIError) and not isinstance(exc, IntegrityError):
+            raise _failure(self._store, exc) from exc
+        if isinstance(exc, IntegrityError) and exc_type is None:
+            raise exc
+
+    async def _close(self, conn: AsyncConnection) -> None:
+        try:
+            await conn.close()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            self._store._write_lock.release()
+
+
+def _create_engine(url: URL) -> AsyncEngine:
+    if url.get_backend_name() == "sqlite":
+        database = url.database or ""
+        if database != ":memory:" and not database.startswith("file:"):
+            _prepare_sqlite_path(Path(database).expanduser(), url)
+        engine = create_async_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
+        _tune_sqlite(engine)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+def _prepare_sqlite_path(path: Path, url: URL) -> None:
+    """Create the file's directory; refuse paths SQLite could only fail on obscurely."""
+    shown = url.render_as_string(hide_password=True)
+    if path.exists() and not path.is_file():
+        raise StorageError(f"cannot open database {shown}: {path} is not a regular file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot open database {shown}: {exc}") from exc
+
+
+def _tune_sqlite(engine: AsyncEngine) -> None:
+    """WAL, foreign keys, and SQLAlchemy (not the driver) in charge of BEGIN."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN itself, so DDL in migrations is transactional.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            "PRAGMA journal_mode=WAL",
+            "PRAGMA foreign_keys=ON",
+            "PRAGMA synchronous=NORMAL",
+            f"PRAGMA busy_timeout={int(_SQLITE_BUSY_TIMEOUT_S * 1000)}",
+        ):
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(conn: sa.Connection) -> None:
+        # Writers take the lock up front: a deferred BEGIN that later upgrades
+        # to a write lock fails at once instead of waiting for the busy timeout.
+        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
+
+
+async def _current_version(conn: AsyncConnection) -> int:
+    result = await conn.execute(sa.select(sa.func.max(schema_version.c.version)))
+    value = result.scalar()
+    return int(value) if value is not None else 0
+
+
+def _split_sql(script: str) -> tuple[str, ...]:
+    """Statements of a migration file: ';' ends a statement, '--' starts a comment."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return tuple(s.strip() for s in "\n".join(lines).split(";") if s.strip())
+
+
+def _migrations_dir() -> Any:
+    return resources.files("server.storage").joinpath("migrations")
+
+
+def _hide_password(url: str) -> str:
+    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def _same(stored: RaceRecord, record: RaceRecord) -> bool:
+    # Compare as stored JSON: a tuple in the options comes back as a list.
+    return bool(stored.to_json() == json.loads(json.dumps(record.to_json())))
+
+
+def _failure(store: RaceStore, exc: DBAPIError) -> StorageError:
+    """A driver error in the caller's terms; a dropped connection is 'unavailable'."""
+    kind = DatabaseUnavailableError if exc.connection_invalidated else StorageError
+    return kind(f"database {store.url} failed: {_reason(exc)}")
+
+
+def _reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(orig if orig is not None else exc).strip() or type(exc).__name__

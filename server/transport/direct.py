@@ -1,0 +1,84 @@
+"""Data frames handed to the server as aiohttp parses them, without a task wake-up per frame.
+
+aiohttp's WebSocket reader parses frames inside the socket's ``data_received``
+and puts each message on a queue; a task awaiting ``receive()`` is then woken
+to take it.  For a move, that wake-up and the coroutines around it cost more
+than the move's own rules.  :class:`DirectResponse` is aiohttp's
+``WebSocketResponse`` with the queue swapped for a :class:`DirectQueue`, which
+offers each data message to a callback first, right where the parser hands it
+over.  The callback takes only what it can finish synchronously (the move fast
+path) and only while the connection's read loop is parked in ``receive()``
+with nothing queued, so messages are still handled in the order they came.
+Everything else, control frames included, goes on aiohttp's queue as before.
+
+Parsing, unmasking, UTF-8 checks, size limits and the closing handshake stay
+aiohttp's.  The swap touches private attributes of aiohttp's response and
+request handler (checked by ``tests/server/transport/test_direct.py``); when they are not
+there, the response is a plain ``WebSocketResponse`` and every frame takes the
+queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import WSMsgType, web
+from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
+
+#: Takes a data frame's payload; True if it handled the frame, False to queue it.
+FrameHook = Callable[[bytes | str], bool]
+
+
+class DirectQueue(WebSocketDataQueue):
+    """aiohttp's message queue, with data frames offered to :attr:`hook` first."""
+
+    #: Set by the read loop while it waits in ``receive()``; None otherwise.
+    hook: FrameHook | None = None
+    #: Frames the hook took (for the tests and for curiosity).
+    taken: int = 0
+
+    def feed_data(self, data: Any, size: int) -> None:
+        hook = self.hook
+        if (
+            hook is not None
+            and not self._buffer  # something is queued: this frame must wait its turn
+            and (data.type is WSMsgType.BINARY or data.type is WSMsgType.TEXT)
+            and hook(data.data)
+        ):
+            self.taken += 1
+            return
+        super().feed_data(data, size)
+
+
+class DirectResponse(web.WebSocketResponse):
+    """A ``WebSocketResponse`` whose parser feeds a :class:`DirectQueue` (see the module)."""
+
+    direct: DirectQueue | None = None
+
+    def _post_start(self, request: web.BaseRequest, protocol: str | None, writer: Any) -> None:
+        handler: Any = request.protocol
+        # Bytes that came with the upgrade request must reach the new parser, not the old.
+        tail = getattr(handler, "_message_tail", None)
+        if tail is not None:
+            handler._message_tail = b""
+        super()._post_start(request, protocol, writer)
+        reader, loop = self._reader, self._loop
+        try:
+            if reader is None or loop is None:
+                raise TypeError("the response did not set up its reader")
+            queue = DirectQueue(handler, reader._limit // 2, loop=loop)
+            parser = WebSocketReader(
+                queue, self._max_msg_size, bool(self._compress), self._decode_text
+            )
+            callback = handler._data_received_cb
+            set_parser = handler.set_parser
+        except (AttributeError, TypeError):  # another aiohttp: keep its own queue
+            if tail:
+                handler._payload_parser.feed_data(tail)
+            return
+        handler._payload_parser = None
+        handler._message_tail = tail or b""
+        set_parser(parser, callback)
+        self._reader, self._parser = queue, parser
+        self.direct = queue

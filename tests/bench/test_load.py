@@ -1,0 +1,211 @@
+"""Smoke test of the load benchmark harness: it runs end to end at a tiny scale.
+
+This checks that every figure is produced and that every process the
+harness starts is gone afterwards; it asserts nothing about performance
+(performance is measured only by ``make bench-load``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgpack
+import psutil
+import pytest
+from aiohttp import web
+
+from bench.echo_server import make_app
+from bench.load_game import move_frame, peek_tag
+from bench.load_stats import Histogram
+from bench.load_wire import WireClient, WireError, connect, frame
+from protocol.wire import codec
+from protocol.wire import messages as m
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RACE_FIGURES = (
+    "rtt", "accepted_moves_per_s", "server_frames_per_s", "server_cpu_pct", "server_rss_mib",
+    "generator_cpu_pct", "generator_saturated", "fanout",
+)
+
+
+#: Set to a fresh value for the quick run: every process it starts inherits
+#: it, so a benchmark someone else runs on the machine is never counted.
+RUN_TAG = "TRIPEAKS_BENCH_SMOKE_RUN"
+
+
+def _bench_processes(tag: str) -> set[int]:
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "bench.load_worker" in cmdline or "bench.echo_server" in cmdline:
+            try:
+                if proc.environ().get(RUN_TAG) == tag:
+                    found.add(proc.pid)
+            except psutil.Error:  # gone meanwhile, or not ours to read
+                continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def quick_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("bench") / "load.json"
+    tag = uuid.uuid4().hex
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.load", "--quick", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+        env=dict(os.environ, **{RUN_TAG: tag}),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "targets" in done.stdout
+    figures: dict[str, object] = json.loads(out.read_text())
+    figures["_leftover"] = sorted(_bench_processes(tag))
+    return figures
+
+
+def test_quick_run_reports_every_figure_the_issue_lists(quick_figures: dict) -> None:
+    for run in ("human", "saturation", "interference"):
+        for key in RACE_FIGURES:
+            assert key in quick_figures[run], (run, key)
+        assert quick_figures[run]["rtt"]["count"] > 0
+        assert quick_figures[run]["rtt"]["p99_9_ms"] is not None
+        assert quick_figures[run]["accepted_moves_per_s"] > 0
+    assert quick_figures["human"]["room_start"]["p99_ms"] is not None
+    assert quick_figures["interference"]["room_start"]["count"] == quick_figures["scale"]["burst"]
+    assert quick_figures["interference"]["rtt_during_burst"]["count"] > 0
+    assert quick_figures["echo"]["round_trips_per_s"] > 0
+    assert quick_figures["idle"]["kib_per_player"] is not None
+    assert isinstance(quick_figures["ratio_game_to_echo"], float)
+    assert quick_figures["capacity"]["steps"]
+    assert quick_figures["machine"]["nproc"] >= 1
+
+
+def test_quick_run_moves_are_all_legal_and_answered(quick_figures: dict) -> None:
+    for run in ("human", "saturation", "interference"):
+        assert quick_figures[run]["rejected_moves"] == 0
+        assert quick_figures[run]["in_flight_at_end"] <= quick_figures[run]["players"]
+
+
+def test_quick_run_leaves_no_generator_or_echo_process_behind(quick_figures: dict) -> None:
+    assert quick_figures["_leftover"] == []
+
+
+def test_histogram_percentiles_use_nearest_rank_within_one_percent() -> None:
+    hist = Histogram()
+    for micros in range(1, 10_001):
+        hist.record(micros / 1_000_000)
+    assert hist.percentile_ms(50) == pytest.approx(5.0, rel=0.01)
+    assert hist.percentile_ms(99) == pytest.approx(9.9, rel=0.01)
+    assert hist.percentile_ms(99.9) == pytest.approx(9.99, rel=0.01)
+
+
+def test_histograms_merge_by_adding_counts() -> None:
+    low, high = Histogram(), Histogram()
+    for _ in range(99):
+        low.record(0.001)
+    high.record(0.5)
+    merged = Histogram.from_json(low.to_json())
+    merged.merge(Histogram.from_json(high.to_json()))
+    assert merged.total == 100
+    assert merged.percentile_ms(99) == pytest.approx(1.0, rel=0.01)
+    assert merged.percentile_ms(100) == pytest.approx(500.0, rel=0.01)
+
+
+def test_empty_histogram_has_no_percentiles() -> None:
+    assert Histogram().summary()["p99_ms"] is None
+
+
+# ---- the generator's lean WebSocket client, against the echo server in-process ----
+@pytest.fixture
+async def echo_url() -> AsyncIterator[str]:
+    runner = web.AppRunner(make_app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"ws://127.0.0.1:{port}/ws"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("size", [0, 35, 125, 126, 65535])
+async def test_wire_client_round_trips_frames_of_every_length_encoding(
+    echo_url: str, size: int
+) -> None:
+    client = await connect(echo_url, "tripeaks.v1.msgpack")
+    got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+    client.on_message = got.set_result
+    payload = bytes(i % 251 for i in range(size))
+    client.send(payload)
+    assert await asyncio.wait_for(got, 10) == payload
+    client.close()
+
+
+async def test_wire_client_refuses_a_server_that_ignores_its_subprotocol(echo_url: str) -> None:
+    with pytest.raises(WireError, match="subprotocol"):
+        await connect(echo_url, "not.a.protocol")
+
+
+async def test_wire_client_refuses_a_plain_http_answer(echo_url: str) -> None:
+    with pytest.raises(WireError, match="answered"):
+        await connect(echo_url.replace("/ws", "/healthz"), "tripeaks.v1.msgpack")
+
+
+async def test_wire_client_reports_a_closed_connection(echo_url: str) -> None:
+    client = await connect(echo_url, "tripeaks.v1.msgpack")
+    closed = asyncio.Event()
+    client.on_close = closed.set
+    client.close()
+    await asyncio.wait_for(closed.wait(), 10)
+    assert client.closed
+
+
+def test_masked_client_frames_unmask_to_the_payload() -> None:
+    payload = b"tripeaks move frame"
+    data = frame(0x2, payload)
+    assert data[0] == 0x82 and data[1] == 0x80 | len(payload)
+    key, masked = data[2:6], data[6:]
+    assert bytes(b ^ key[i % 4] for i, b in enumerate(masked)) == payload
+
+
+async def test_wire_client_parses_long_server_frames_split_across_reads() -> None:
+    client = WireClient("127.0.0.1", 1, "/ws", "tripeaks.v1.msgpack")
+    client._handshaken = True
+    got: list[bytes] = []
+    client.on_message = got.append
+    payload = bytes(i % 253 for i in range(70_000))
+    data = bytes([0x82, 127]) + len(payload).to_bytes(8, "big") + payload
+    data += bytes([0x82, 3]) + b"abc"
+    for cut in (1, 5, 9000, len(data)):
+        client.data_received(data[:cut])
+        data = data[cut:]
+    assert got == [payload, b"abc"]
+
+
+def test_peek_tag_reads_the_codec_tag_of_small_and_large_maps() -> None:
+    assert peek_tag(codec.encode_msgpack(m.Pong(1, 2))) == "pong"
+    assert peek_tag(codec.encode_msgpack(m.Progress(5, ()))) == "progress"
+    large = msgpack.packb({"t": "move_result", **{f"k{i}": i for i in range(20)}})
+    assert peek_tag(large) == "move_result"
+
+
+def test_peek_tag_gives_up_when_the_tag_is_not_first() -> None:
+    assert peek_tag(msgpack.packb({"seq": 1, "t": "pong"})) is None
+    assert peek_tag(b"") is None
+
+
+def test_the_generators_move_frames_are_the_codecs_bytes() -> None:
+    for seq, action, position in [
+        (1, m.MoveAction.PLAY, 0), (127, m.MoveAction.PLAY, 27), (128, m.MoveAction.DRAW, None),
+        (70_000, m.MoveAction.UNDO, None), (m.MAX_SEQ, m.MoveAction.PLAY, 255),
+    ]:
+        expected = codec.encode_msgpack(m.MoveRequest(seq, action, position))
+        assert move_frame(seq, action, position) == expected

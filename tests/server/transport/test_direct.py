@@ -1,0 +1,152 @@
+"""Moves taken straight from aiohttp's parser (``server.transport.direct``) keep the queue's order.
+
+A racing player's plain moves skip aiohttp's message queue; everything else
+still takes it.  These tests check that the skip really happens on a real
+server, that frames keep their order when one of them must queue, that a
+frame without credit is refused and counted once, and that bytes sent along
+with the upgrade request are not lost when the queue is swapped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from protocol.wire import codec
+from protocol.wire import messages as m
+from protocol.wire.errors import ErrorCode
+from server.hub import Hub
+from server.transport.connection import Connection
+from server.transport.direct import DirectQueue, DirectResponse
+from tests.serverutil import RunningServer, TestClient, open_room, running_server
+
+_OP_TEXT, _OP_BINARY, _OP_PING = 0x1, 0x2, 0x9
+
+
+def client_frame(payload: bytes, opcode: int = _OP_BINARY) -> bytes:
+    """One final, masked client frame (payload under 126 bytes)."""
+    assert len(payload) < 126
+    key = os.urandom(4)
+    masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    return bytes((0x80 | opcode, 0x80 | len(payload))) + key + masked
+
+
+def move(seq: int, action: str = "draw") -> bytes:
+    return client_frame(codec.encode_msgpack(m.MoveRequest(seq, m.MoveAction(action))))
+
+
+def server_side(hub: Hub, client: TestClient) -> Connection:
+    (conn,) = [
+        c for c in hub.connections
+        if c.session is not None and c.session.identity.player_id == client.player_id
+    ]
+    return conn
+
+
+def direct_queue(conn: Connection) -> DirectQueue:
+    assert isinstance(conn.ws, DirectResponse)
+    queue = conn.ws.direct
+    assert isinstance(queue, DirectQueue), "aiohttp's queue was not swapped"
+    return queue
+
+
+def write_raw(client: TestClient, data: bytes) -> None:
+    """Put bytes on the client's socket as they are (several frames in one write)."""
+    transport: Any = client.ws.transport
+    transport.write(data)
+
+
+async def frames_until(client: TestClient, kind: type[m.ServerMessage], count: int) -> list[Any]:
+    """Every move answer and error until ``count`` frames of ``kind`` came, in arrival order."""
+    seen: list[Any] = []
+    while sum(isinstance(f, kind) for f in seen) < count:
+        frame = await client.recv()
+        if isinstance(frame, m.MoveResult | m.Error):
+            seen.append(frame)
+    return seen
+
+
+@contextlib.asynccontextmanager
+async def racing(
+    tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[RunningServer, TestClient]]:
+    """A server with a race of two under way; yields it and its host, ann."""
+    async with running_server(tmp_path, **settings) as server:
+        (ann, _bob), _ = await open_room(server.ws_url, ["ann", "bob"])
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        yield server, ann
+
+
+async def test_a_racing_players_moves_skip_the_queue_and_are_answered(tmp_path: Path) -> None:
+    async with racing(tmp_path) as (server, ann):
+        queue = direct_queue(server_side(server.hub, ann))
+        before = queue.taken
+        for seq in range(1, 6):
+            result = await ann.request(m.MoveRequest(seq, m.MoveAction.DRAW), m.MoveResult)
+            assert result.accepted and result.seq == seq
+        assert queue.taken - before == 5
+
+
+async def test_moves_written_together_are_answered_in_order(tmp_path: Path) -> None:
+    async with racing(tmp_path) as (_server, ann):
+        write_raw(ann, b"".join(move(seq) for seq in range(1, 9)))
+        answers = await frames_until(ann, m.MoveResult, 8)
+        assert [a.seq for a in answers] == list(range(1, 9))
+        assert all(a.accepted for a in answers)
+
+
+async def test_a_move_behind_a_queued_frame_waits_its_turn(tmp_path: Path) -> None:
+    async with racing(tmp_path) as (_server, ann):
+        # An extra key keeps this move off the fast path: the general path refuses it.
+        odd = client_frame(msgpack.packb({"t": "move", "seq": 1, "action": "draw", "x": 0}))
+        ping = client_frame(b"", _OP_PING)
+        write_raw(ann, odd + ping + move(1) + move(2))
+        answers = await frames_until(ann, m.MoveResult, 2)
+        assert isinstance(answers[0], m.Error), answers
+        assert [(type(a), a.seq) for a in answers[1:]] == [(m.MoveResult, 1), (m.MoveResult, 2)]
+
+
+async def test_a_move_without_credit_is_refused_and_counted_once(tmp_path: Path) -> None:
+    settings = {"player_rate": 0.01, "player_burst": 12, "abuse_strikes": 100}
+    async with racing(tmp_path, **settings) as (server, ann):
+        conn = server_side(server.hub, ann)
+        credit = int(conn.bucket.credits)
+        assert 0 < credit < 12
+        write_raw(ann, b"".join(move(seq) for seq in range(1, credit + 4)))
+        answers = await frames_until(ann, m.Error, 3)
+        results = [a for a in answers if isinstance(a, m.MoveResult)]
+        refused = [a for a in answers if isinstance(a, m.Error)]
+        assert [r.seq for r in results] == list(range(1, credit + 1))
+        assert [e.code for e in refused] == [ErrorCode.RATE_LIMITED] * 3
+        assert conn.bucket.strikes == 3
+
+
+async def test_bytes_sent_with_the_upgrade_request_reach_the_server(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        host, port = server.ws_url.removeprefix("ws://").split("/")[0].rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (
+            f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Sec-WebSocket-Protocol: {codec.SUBPROTOCOL_MSGPACK}\r\n\r\n"
+        ).encode()
+        hello = codec.encode_msgpack(m.Hello(name="eager", version=m.PROTOCOL_VERSION))
+        writer.write(request + client_frame(hello))
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert head.startswith(b"HTTP/1.1 101")
+        first, size = await asyncio.wait_for(reader.readexactly(2), 10)
+        assert first == 0x80 | _OP_BINARY and size <= 126
+        if size == 126:
+            size = int.from_bytes(await reader.readexactly(2), "big")
+        welcome = codec.decode_server(await reader.readexactly(size), codec.Encoding.MSGPACK)
+        assert isinstance(welcome, m.Welcome)
+        writer.close()

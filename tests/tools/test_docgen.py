@@ -1,0 +1,153 @@
+"""docs/protocol.md documents every message, code and example exactly as the code has them."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.deals.commitment import commitment, commitment_text
+from protocol.deals.shuffle import candidate_deal
+from protocol.rules.game import Reason, Rules, replay
+from protocol.wire import codec
+from protocol.wire import messages as m
+from protocol.wire.errors import CloseCode, ErrorCode
+from server.config import Settings
+from tools import docgen, docnotes
+
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+DOC = DOC_PATH.read_text(encoding="utf-8")
+
+
+def code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC, re.S)
+
+
+def test_the_generated_blocks_match_the_code() -> None:
+    assert docgen.stale_blocks(DOC) == [], "run: python -m tools.docgen docs/protocol.md"
+
+
+def test_rendering_the_document_again_changes_nothing() -> None:
+    assert docgen.render(DOC) == DOC
+
+
+@pytest.mark.parametrize("tag", [*m.CLIENT_MESSAGES, *m.SERVER_MESSAGES])
+def test_every_message_type_has_its_own_section(tag: str) -> None:
+    assert f"### `{tag}`\n" in DOC
+
+
+@pytest.mark.parametrize("code", list(ErrorCode), ids=lambda c: c.name)
+def test_every_error_code_is_documented_with_its_number(code: ErrorCode) -> None:
+    assert f"| {code.value} | `{code.name}` |" in DOC
+
+
+@pytest.mark.parametrize("code", list(CloseCode), ids=lambda c: c.name)
+def test_every_close_code_is_documented_with_its_number(code: CloseCode) -> None:
+    assert f"| {code.value} | `{code.name}` |" in DOC
+
+
+@pytest.mark.parametrize("reason", list(Reason), ids=lambda r: r.name)
+def test_every_move_rejection_reason_is_documented(reason: Reason) -> None:
+    assert f"| {reason.value} | `{reason.name}` |" in DOC
+
+
+def test_every_structure_has_its_own_section() -> None:
+    for cls in docgen.NESTED:
+        assert f"### {cls.__name__}\n" in DOC
+
+
+def test_every_field_of_every_message_and_structure_has_a_note() -> None:
+    classes = [*m.CLIENT_MESSAGES.values(), *m.SERVER_MESSAGES.values(), *docgen.NESTED]
+    for cls in classes:
+        assert cls.__name__ in docnotes.SUMMARIES
+        for spec in dataclasses.fields(cls):
+            assert (cls.__name__, spec.name) in docnotes.FIELDS, (cls.__name__, spec.name)
+    expected = {(cls.__name__, f.name) for cls in classes for f in dataclasses.fields(cls)}
+    assert set(docnotes.FIELDS) == expected
+
+
+def _decode_example(wire: dict[str, Any]) -> Any:
+    text = json.dumps(wire)
+    if wire["t"] in m.CLIENT_MESSAGES:
+        return codec.decode(text, "json")
+    return codec.decode_server(text, "json")
+
+
+def test_every_json_example_in_the_document_is_a_valid_message() -> None:
+    examples = [json.loads(block) for block in code_blocks("json")]
+    messages = [_decode_example(wire) for wire in examples if "t" in wire]
+    assert {msg.TAG for msg in messages} == {*m.CLIENT_MESSAGES, *m.SERVER_MESSAGES}
+    for wire, message in zip((w for w in examples if "t" in w), messages, strict=True):
+        assert json.loads(codec.encode_json(message)) == wire
+
+
+def test_the_hex_example_decodes_to_the_json_shown_next_to_it() -> None:
+    (hex_block,) = code_blocks("hex")
+    frame = bytes.fromhex(hex_block.replace(" ", "").replace("\n", ""))
+    message = codec.decode(frame, "msgpack")
+    assert message == docgen.HEX_EXAMPLE
+    shown = DOC.split("```hex")[0].rsplit("```json\n", 1)[1].split("```")[0]
+    assert codec.decode(shown.strip(), "json") == message
+    assert f"as msgpack ({len(frame)} bytes)" in DOC
+
+
+def test_the_worked_commitment_in_the_document_is_correct() -> None:
+    rules = Rules(wrap=True, empty_waste=False)
+    text = commitment_text(docgen.EXAMPLE_SEED, rules)
+    assert f"```\n{text}\n```" in DOC
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert digest == commitment(docgen.EXAMPLE_SEED, rules)
+    assert f"its SHA-256 is `{digest}`" in DOC
+
+
+def test_the_worked_example_line_wins_its_deal_with_par_draws() -> None:
+    deal = candidate_deal(docgen.EXAMPLE_SEED, docgen.EXAMPLE_CANDIDATE, Rules())
+    game = replay(deal, docgen.EXAMPLE_SOLUTION)
+    assert game.cleared == 28
+    assert game.draws == docgen.EXAMPLE_PAR
+    peaks = " ".join(deal.codes()["peaks"])  # type: ignore[arg-type]
+    assert peaks.replace(" 5C", "\n5C") in DOC
+
+
+def test_the_documented_limits_are_the_codec_limits() -> None:
+    assert f"| client → server frame | {codec.MAX_CLIENT_FRAME} bytes" in DOC
+    assert f"| nesting depth | {codec.MAX_DEPTH} levels" in DOC
+    assert codec.SUBPROTOCOL_MSGPACK in DOC and codec.SUBPROTOCOL_JSON in DOC
+    assert f"version {m.PROTOCOL_VERSION}" in DOC
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def test_the_documented_server_limits_are_the_reference_servers_defaults() -> None:
+    s = Settings()
+    phrases = [
+        f"Players get {_number(s.player_rate)} credits per second with a burst of "
+        f"{_number(s.player_burst)}",
+        f"spectators\n  get {_number(s.spectator_rate)} per second with a burst of "
+        f"{_number(s.spectator_burst)}",
+        f"{s.abuse_strikes} such frames in a row",
+        f"hard cap\n  of {s.max_frame_bytes // 1024} KiB",
+        f"the {_ordinal(s.bad_frame_limit)} frame refused by the decoder",
+        f"at most {s.rooms_per_connection} rooms",
+        f"`hello` within {_number(s.hello_timeout_s)} s",
+        f"silent for\n  {_number(s.idle_timeout_s)} s",
+        f"pings every {_number(s.heartbeat_s)} s",
+        f"grace\n   period ({_number(s.reconnect_grace_s)} s by default)",
+        f"at most {_number(s.connect_rate)} new connections per second per address, with\n  "
+        f"a burst of {_number(s.connect_burst)}",
+        f"`progress_hz` times per second per room (server setting, {_number(s.progress_hz)} by",
+        f"{s.host}:{s.port}",
+    ]
+    for phrase in phrases:
+        assert phrase in DOC, phrase
+
+
+def _ordinal(n: int) -> str:
+    return {10: "tenth"}.get(n, f"{n}th")

@@ -1,0 +1,325 @@
+"""Generated parts of docs/protocol.md: field tables, examples, code tables.
+
+The tables are rendered from the same schema the codec enforces, and every
+example is a real message encoded by the codec, so the document cannot
+drift from the code.  Generated blocks sit between ``<!-- generated:NAME -->``
+and ``<!-- /generated:NAME -->`` markers; everything else is hand-written.
+
+``python -m tools.docgen docs/protocol.md`` rewrites the blocks in place;
+``--check`` only reports blocks that are out of date (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import MISSING, fields
+from typing import Any, Final
+
+from protocol.deals.commitment import commitment
+from protocol.deals.shuffle import candidate_deal
+from protocol.rules.cards import card_code
+from protocol.rules.game import REASON_TEXT, Game, Move, Reason, Rules, Status
+from protocol.wire import codec, lifecycle
+from protocol.wire import messages as m
+from protocol.wire.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode
+from protocol.wire.schema import IntNode, ListNode, Node, OptionalNode, StructNode, compile_struct
+from tools import docnotes
+
+#: The worked example: a seed whose candidate 0 is winnable with this line.
+EXAMPLE_SEED: Final = "7Kq2ZpX4mN9vR3tB8wYc5e"
+EXAMPLE_CANDIDATE: Final = 0
+EXAMPLE_PAR: Final = 5
+EXAMPLE_SOLUTION: Final[tuple[Move, ...]] = (
+    21, 23, 18, 20, 22, 25, 26, 11, 19, "draw", 12, "draw", 24, 10, 14, 13, 27, 6, 17, 16, 8,
+    15, 9, 5, 1, 3, "draw", 4, 0, 7, "draw", "draw", 2,
+)
+EXAMPLE_START_MS: Final = 1_764_477_003_000
+#: The message shown as hex bytes in the msgpack example.
+HEX_EXAMPLE: Final = m.MoveRequest(seq=1, action=m.MoveAction.PLAY, position=21)
+
+NESTED: Final = (
+    m.RoomOptions, m.Member, m.RoomSummary, m.BoardView, m.Uncovered, m.PlayerProgress,
+    m.Standing, m.DealCodes,
+)
+
+
+# ---- examples ---------------------------------------------------------------
+def example_messages() -> list[Any]:
+    """One realistic instance of every message, all from one worked race."""
+    rules = Rules()
+    deal = candidate_deal(EXAMPLE_SEED, EXAMPLE_CANDIDATE, rules)
+    game = Game(deal)
+    start_view = m.BoardView.from_view(game.view())
+    digest = commitment(EXAMPLE_SEED, rules)
+    options = m.RoomOptions(name="Friday race", public=True, max_players=4)
+    ann = m.Member("p3f9a1c27d04e", "Ann", bot=False, ready=True, connected=True)
+    bot = m.Member("p8b02e6a9f1c3", "Robo", bot=True, ready=True, connected=True)
+    result = _first_uncovering_play(game, start_ms=EXAMPLE_START_MS)
+    finish_ms = 61_250
+    standing = m.Standing(ann.player_id, "Ann", False, 1, m.PlayerStatus.FINISHED, finish_ms,
+                          28, 38, 1, 5000)
+    second = m.Standing(bot.player_id, "Robo", True, 2, m.PlayerStatus.STUCK, 75_480, 24, 41,
+                        0, 0)
+    return [
+        m.Hello("Ann", m.PROTOCOL_VERSION, None, False, "mybot 0.3"),
+        m.CreateRoom(options),
+        m.Join("K7QXMP", m.Role.PLAYER),
+        m.Leave(),
+        m.Ready(True),
+        m.Start(),
+        m.Kick(bot.player_id),
+        m.UpdateOptions(m.RoomOptions(name="Friday race", undo=m.UndoPolicy.OFF)),
+        HEX_EXAMPLE,
+        m.Resign(),
+        m.Rematch(),
+        m.Ping(EXAMPLE_START_MS - 5000),
+        m.ListRooms(),
+        m.Sync(),
+        m.Welcome(ann.player_id, "Ann", "dGhpcyBpcyBub3QgYSByZWFsIHRva2Vu", False,
+                  m.PROTOCOL_VERSION, "0.1.0"),
+        m.RoomState(4, "K7QXMP", m.Phase.LOBBY, ann.player_id, options, (ann, bot), 1,
+                    m.Role.PLAYER, None),
+        m.Countdown(3, EXAMPLE_START_MS, EXAMPLE_START_MS - 3000),
+        m.RaceStart("r-20251130-0001", False, rules.wrap, rules.empty_waste, digest,
+                    start_view, EXAMPLE_START_MS, EXAMPLE_START_MS),
+        result,
+        m.Progress(9_800, (
+            m.PlayerProgress(ann.player_id, 6, 23, 6, 0, m.PlayerStatus.RACING, 9_800, True),
+            m.PlayerProgress(bot.player_id, 3, 21, 5, 0, m.PlayerStatus.RACING, 9_800, True),
+        )),
+        m.Finish(ann.player_id, "Ann", 1, finish_ms, 38, 1),
+        m.RaceOver("r-20251130-0001", m.RaceEnd.ALL_DONE, (standing, second), EXAMPLE_SEED,
+                   EXAMPLE_CANDIDATE, rules.wrap, rules.empty_waste, "any", False, digest,
+                   m.DealCodes.from_deal(deal), EXAMPLE_SOLUTION, EXAMPLE_PAR),
+        m.SpectatorBoard(bot.player_id, start_view, 0),
+        m.Resync(5, m.Phase.RACING, "r-20251130-0001", digest, EXAMPLE_START_MS,
+                 EXAMPLE_START_MS + 9_900, 9_900, 6, 0, _view_after(deal, 6)),
+        m.Error(int(ErrorCode.NOT_HOST), ERROR_TEXT[ErrorCode.NOT_HOST], ref="start"),
+        m.Pong(EXAMPLE_START_MS - 5000, EXAMPLE_START_MS - 4953),
+        m.RoomList((m.RoomSummary("K7QXMP", m.Phase.LOBBY, 2, 1, options),)),
+        m.Left("K7QXMP", m.LeftReason.KICKED),
+        m.Closing(int(CloseCode.GOING_AWAY), CLOSE_TEXT[CloseCode.GOING_AWAY]),
+    ]
+
+
+def _view_after(deal: Any, moves: int) -> m.BoardView:
+    game = Game(deal)
+    for move in EXAMPLE_SOLUTION[:moves]:
+        game.push(move)
+    return m.BoardView.from_view(game.view())
+
+
+def _first_uncovering_play(game: Game, start_ms: int) -> m.MoveResult:
+    """Play the example line until a play turns cards face up; describe that play."""
+    for seq, move in enumerate(EXAMPLE_SOLUTION, start=1):
+        if move == "draw":
+            game.draw()
+            continue
+        assert isinstance(move, int)
+        turned = game.play(move)
+        if turned:
+            top = game.waste_top
+            return m.MoveResult(
+                seq=seq, action=m.MoveAction.PLAY, accepted=True, reason=None, position=move,
+                card=card_code(game.deal.peaks[move]),
+                uncovered=tuple(m.Uncovered(p, card_code(game.deal.peaks[p])) for p in turned),
+                hidden=(), undone=None, waste_top=None if top is None else card_code(top),
+                stock_left=game.stock_left, cleared=game.cleared, moves=game.moves,
+                draws=game.draws, undos=game.undos, status=Status.PLAYING, penalty_ms=0,
+                elapsed_ms=1000 * seq + 840,
+            )
+    raise AssertionError("the example line never uncovers a card")
+
+
+# ---- rendering --------------------------------------------------------------
+def describe(node: Node) -> str:
+    """A type description for a field table cell."""
+    if isinstance(node, StructNode):
+        return f"[`{node.cls.__name__}`](#{node.cls.__name__.lower()})"
+    if isinstance(node, ListNode):
+        size = f"exactly {node.max_len}" if node.exact else f"0..{node.max_len}"
+        return f"list ({size}) of {describe(node.item)}"
+    if isinstance(node, OptionalNode):
+        return f"{describe(node.inner)} or null"
+    if isinstance(node, IntNode) and node.hi == m.MAX_SAFE_INT:
+        return f"int {node.lo}..2^53−1"
+    text = node.describe()
+    if text == "card code" and "??" in getattr(node, "choices", {}):
+        return 'card code or `"??"`'
+    return text.replace("|", "\\|")
+
+
+def _default(spec: Any) -> str:
+    if spec.required:
+        return "required"
+    if spec.default is MISSING:
+        return "all defaults"
+    return f"`{json.dumps(_plain(spec.default), ensure_ascii=False)}`"
+
+
+def _plain(value: object) -> object:
+    return value.value if hasattr(value, "value") else value
+
+
+def field_table(cls: type[Any]) -> str:
+    """The markdown table of one message's or structure's fields."""
+    node = compile_struct(cls)
+    rows = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    for spec in node.fields:
+        note = docnotes.FIELDS[cls.__name__, spec.name]
+        rows.append(f"| `{spec.name}` | {describe(spec.node)} | {_default(spec)} | {note} |")
+    return "\n".join(rows)
+
+
+def example_json(message: Any) -> str:
+    """The message as it goes in a JSON text frame, one top-level field per line."""
+    wire = codec.to_wire(message)
+    if len(json.dumps(wire, ensure_ascii=False)) <= 90:
+        return json.dumps(wire, ensure_ascii=False)
+    lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in wire.items()]
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
+def message_section(classes: Sequence[type[Any]]) -> str:
+    examples = {type(e): e for e in example_messages()}
+    parts = []
+    for cls in classes:
+        parts.append(f"### `{cls.TAG}`\n\n{docnotes.SUMMARIES[cls.__name__]}\n")
+        if fields(cls):
+            parts.append(field_table(cls) + "\n")
+        parts.append(f"```json\n{example_json(examples[cls])}\n```\n")
+    return "\n".join(parts)
+
+
+def nested_section() -> str:
+    parts = []
+    for cls in NESTED:
+        parts.append(f"### {cls.__name__}\n\n{docnotes.SUMMARIES[cls.__name__]}\n")
+        parts.append(field_table(cls) + "\n")
+    return "\n".join(parts)
+
+
+def error_table() -> str:
+    rows = ["| code | name | meaning |", "|---|---|---|"]
+    rows += [f"| {c.value} | `{c.name}` | {ERROR_TEXT[c]} |" for c in ErrorCode]
+    return "\n".join(rows)
+
+
+def close_table() -> str:
+    rows = ["| code | name | meaning |", "|---|---|---|"]
+    rows += [f"| {c.value} | `{c.name}` | {CLOSE_TEXT[c]} |" for c in CloseCode]
+    return "\n".join(rows)
+
+
+def reason_table() -> str:
+    rows = ["| reason | name | meaning |", "|---|---|---|"]
+    rows += [f"| {r.value} | `{r.name}` | {REASON_TEXT[r]} |" for r in Reason]
+    return "\n".join(rows)
+
+
+def lifecycle_table() -> str:
+    """Client message by situation: ✓ allowed, "host" for the host only."""
+    phases = list(m.Phase)
+    spectator_rows = {lifecycle.ALLOWED[p, m.Role.SPECTATOR] for p in phases}
+    assert len(spectator_rows) == 1, "spectator rows differ by phase: extend the table"
+    columns: list[tuple[str, frozenset[str]]] = [
+        ("before hello", lifecycle.BEFORE_HELLO),
+        ("no room", lifecycle.OUTSIDE_ROOM),
+        *((p.value, lifecycle.ALLOWED[p, m.Role.PLAYER]) for p in phases),
+        ("spectator (any phase)", spectator_rows.pop()),
+    ]
+    rows = ["| message | " + " | ".join(name for name, _ in columns) + " |"]
+    rows.append("|---" * (len(columns) + 1) + "|")
+    for tag in m.CLIENT_MESSAGES:
+        cells = [
+            ("host" if tag in lifecycle.HOST_ONLY else "✓") if tag in allowed else ""
+            for _, allowed in columns
+        ]
+        rows.append(f"| `{tag}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def hex_example() -> str:
+    frame = codec.encode_msgpack(HEX_EXAMPLE)
+    return (
+        f"```json\n{codec.encode_json(HEX_EXAMPLE)}\n```\n\nas msgpack ({len(frame)} bytes):\n\n"
+        f"```hex\n{frame.hex(' ')}\n```"
+    )
+
+
+def limits_table() -> str:
+    rows = [
+        "| limit | value |",
+        "|---|---|",
+        f"| client → server frame | {codec.MAX_CLIENT_FRAME} bytes (error 2) |",
+        f"| server → client frame | at most {codec.MAX_SERVER_FRAME // 1024} KiB |",
+        f"| nesting depth | {codec.MAX_DEPTH} levels of maps and lists, the top map included |",
+        f"| name | 1..{m.MAX_NAME_LENGTH} printable characters |",
+        f"| players per room | 2..{m.MAX_PLAYERS} seats |",
+        f"| move `seq` | 1..{m.MAX_SEQ} |",
+        f"| integers (times, counters) | 0..{m.MAX_SAFE_INT} (2^53 − 1, exact in JavaScript) |",
+    ]
+    return "\n".join(rows)
+
+
+def blocks() -> dict[str, str]:
+    """Every generated block by name."""
+    return {
+        "client-messages": message_section(list(m.CLIENT_MESSAGES.values())),
+        "server-messages": message_section(list(m.SERVER_MESSAGES.values())),
+        "nested": nested_section(),
+        "errors": error_table(),
+        "closes": close_table(),
+        "reasons": reason_table(),
+        "lifecycle": lifecycle_table(),
+        "hex-example": hex_example(),
+        "limits": limits_table(),
+    }
+
+
+_BLOCK = re.compile(r"(<!-- generated:([a-z-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
+
+
+def render(document: str) -> str:
+    """``document`` with every generated block brought up to date."""
+    content = blocks()
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(2)
+        return f"{match.group(1)}{content[name].rstrip()}\n{match.group(4)}"
+
+    return _BLOCK.sub(fill, document)
+
+
+def stale_blocks(document: str) -> list[str]:
+    """Names of generated blocks that differ from the code (or are missing)."""
+    content = blocks()
+    found = {match.group(2): match.group(3) for match in _BLOCK.finditer(document)}
+    return [
+        name for name, text in content.items() if found.get(name) != text.rstrip() + "\n"
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("path", help="docs/protocol.md")
+    parser.add_argument("--check", action="store_true", help="only report stale blocks")
+    args = parser.parse_args(argv)
+    with open(args.path, encoding="utf-8") as handle:
+        document = handle.read()
+    if args.check:
+        stale = stale_blocks(document)
+        for name in stale:
+            print(f"{args.path}: generated block {name!r} is out of date", file=sys.stderr)
+        return 1 if stale else 0
+    with open(args.path, "w", encoding="utf-8") as handle:
+        handle.write(render(document))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""What each message and field means, for the generated part of docs/protocol.md.
+
+Types, ranges and defaults come from the schema itself (:mod:`tools.docgen`);
+this module holds only the prose, keyed by class and field name.  A test
+checks that every field of every message has a note here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: One paragraph per message or nested structure, keyed by class name.
+SUMMARIES: Final[dict[str, str]] = {
+    # client -> server
+    "Hello": "First frame on every connection. Names the player and the protocol version; "
+    "with a `token` from an earlier `welcome` it resumes that player's session (and seat). "
+    "Answered by `welcome`; an unsupported version gets error 21 and close 4000.",
+    "CreateRoom": "Open a new room with these options; the sender becomes its host and first "
+    "player. Answered by `room_state` (which carries the room code). All options may be left "
+    "out.",
+    "Join": "Take a seat in a room (`role` `player`, lobby only) or watch it (`spectator`, any "
+    "phase). Answered by `room_state`, or an error: 106 no such room, 107 full, 108 no "
+    "spectators, 102 race already running.",
+    "Leave": "Leave the current room. Answered by `left`. Leaving a race counts as status "
+    "`left` in the standings.",
+    "Ready": "Set your ready flag in the lobby (`ready: false` to take it back). The host can "
+    "start once every other player is ready.",
+    "Start": "Host only, lobby only: deal and start the countdown. Refused with 112 while a "
+    "player is not ready.",
+    "Kick": "Host only, lobby or finished: remove a player from the room. They get `left` with "
+    "reason `kicked`.",
+    "UpdateOptions": "Host only, in the lobby or between races (finished): replace the room "
+    "options. Every player's ready flag (or rematch request) is cleared.",
+    "MoveRequest": "One move in the race. `seq` is 1 for the first move of each race and goes up "
+    "by one per move (rejected ones included). Resending a number already answered returns "
+    "the original `move_result` again and changes nothing; skipping ahead is refused with "
+    "error 113.",
+    "Resign": "Give up the race; your status becomes `resigned`.",
+    "Rematch": "In the finished phase: ask for another race in this room (shown as your ready "
+    "flag). When every seated player has asked, a new deal is dealt and the countdown starts.",
+    "Ping": "Clock probe. Answered at once by `pong`.",
+    "ListRooms": "Ask for the public rooms. Answered by `room_list`.",
+    "Sync": "Ask for a fresh `room_state` and `resync` (for example after a gap in "
+    "`room_state.version`).",
+    # server -> client
+    "Welcome": "Answer to `hello`. Keep `token` secret: it is the only key to this seat.",
+    "RoomState": "The room as it is now, sent to every member whenever it changes. `version` "
+    "goes up by one with each change; a client that sees a gap sends `sync`.",
+    "Countdown": "The deal is ready; the race starts at `start_at_ms` (server clock).",
+    "RaceStart": "The race has started: your view of the deal and the commitment to its seed.",
+    "MoveResult": "The answer to one `move`, to its sender only. Fields by case:\n\n"
+    "- accepted `play`: `position` and `card` are the card played; `uncovered` lists the cards "
+    "the play turned face up (at most two).\n"
+    "- accepted `draw`: `card` is the drawn card (now the waste top); `position` is null.\n"
+    "- accepted `undo`: `undone` says what was taken back. For a play, `position` and `card` "
+    "are the card put back and `hidden` the positions that went face down again; for a draw, "
+    "`position` and `card` are null (the card goes back on the stock).\n"
+    "- rejected: `accepted` false, `reason` is the rules' reason code (table below); "
+    "`position` echoes the request, nothing changed.\n\n"
+    "The counters and `status` always describe the game after the answer.",
+    "Progress": "Everyone's progress, sent to players and spectators at most `progress_hz` "
+    "times per second per room (server setting, 4 by default). Each frame lists every "
+    "player.",
+    "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
+    "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "
+    "any client can check the commitment and recompute the deal (see \"Verifying a deal\").",
+    "SpectatorBoard": "To spectators only: one player's board as that player sees it, sent "
+    "`spectator_delay_s` seconds late.",
+    "Resync": "After a reconnect or a `sync`: where the race stands for this connection. "
+    "Always sent right after a `room_state`.",
+    "Error": "A refused frame or request. Nothing changed on the server.",
+    "Pong": "Answer to `ping`. Round trip = now − `client_time_ms`; clock offset ≈ "
+    "`server_time_ms` − (`client_time_ms` + round trip / 2).",
+    "RoomList": "Answer to `list_rooms`: the public rooms, at most 100.",
+    "Left": "You are no longer in room `code`.",
+    "Closing": "Sent just before the server closes the connection with close code `code`.",
+    # nested
+    "RoomOptions": "Everything the host chooses. Every field has a default and may be left "
+    "out.",
+    "Member": "A seated player. Spectators are only counted.",
+    "RoomSummary": "One line of `room_list`.",
+    "BoardView": "One player's view of their game. `board[p]` is the card at position `p` "
+    "(card code), `\"??\"` while face down, or null once played.",
+    "Uncovered": "A card turned face up by a play.",
+    "PlayerProgress": "One player's line in `progress`.",
+    "Standing": "One player's line in the final standings, in rank order.",
+    "DealCodes": "A full deal as card codes.",
+}
+
+#: One short note per field, keyed by (class name, field name).
+FIELDS: Final[dict[tuple[str, str], str]] = {
+    ("Hello", "name"): "display name",
+    ("Hello", "version"): "protocol version the client speaks; this document is version 1",
+    ("Hello", "token"): "reconnect token from an earlier `welcome`, to resume",
+    ("Hello", "bot"): "true for programs; bots are labelled as such to everyone",
+    ("Hello", "client"): "client software name and version, for logs",
+    ("CreateRoom", "options"): "the room's options",
+    ("Join", "code"): "room code (as shown by `room_state.code`)",
+    ("Join", "role"): "join to race or to watch",
+    ("Ready", "ready"): "true: ready; false: not ready",
+    ("Kick", "player_id"): "the player to remove",
+    ("UpdateOptions", "options"): "the new options, all of them",
+    ("MoveRequest", "seq"): "this move's sequence number (1, 2, 3, ... per race)",
+    ("MoveRequest", "action"): "what to do",
+    ("MoveRequest", "position"): "for `play`, the position (0..27) to play; "
+    "null or absent otherwise. 28..255 is well formed and rejected by the rules (reason 7)",
+    ("Ping", "client_time_ms"): "the client's clock, integer milliseconds",
+    ("Welcome", "player_id"): "your player id",
+    ("Welcome", "name"): "your name as others see it",
+    ("Welcome", "token"): "reconnect token: send it in `hello` to resume",
+    ("Welcome", "resumed"): "true when `hello.token` restored an existing session",
+    ("Welcome", "protocol_version"): "the protocol version in use",
+    ("Welcome", "server_version"): "server software version",
+    ("RoomState", "version"): "room version, +1 per change",
+    ("RoomState", "code"): "room code; others join with it",
+    ("RoomState", "phase"): "the room's phase (see the life-cycle table)",
+    ("RoomState", "host_id"): "player id of the host",
+    ("RoomState", "options"): "current options",
+    ("RoomState", "members"): "seated players, in joining order",
+    ("RoomState", "spectators"): "how many spectators watch",
+    ("RoomState", "your_role"): "your role in this room",
+    ("RoomState", "race_id"): "the current or last race, if any",
+    ("Countdown", "seconds"): "countdown length",
+    ("Countdown", "start_at_ms"): "when the race clock starts (server clock, unix ms)",
+    ("Countdown", "server_time_ms"): "server clock when this frame was made (unix ms)",
+    ("RaceStart", "race_id"): "this race's id (also in `race_over`)",
+    ("RaceStart", "practice"): "dealt from a chosen seed (results flagged practice)",
+    ("RaceStart", "wrap"): "rule: King and Ace adjacent",
+    ("RaceStart", "empty_waste"): "rule: the waste starts empty",
+    ("RaceStart", "commitment"): "SHA-256 commitment to the seed (see \"Seed commitment\")",
+    ("RaceStart", "view"): "your starting view",
+    ("RaceStart", "started_at_ms"): "when the race clock started (server clock, unix ms)",
+    ("RaceStart", "server_time_ms"): "server clock when this frame was made (unix ms)",
+    ("MoveResult", "seq"): "the move's `seq`",
+    ("MoveResult", "action"): "the move's action",
+    ("MoveResult", "accepted"): "true when the move was applied",
+    ("MoveResult", "reason"): "why it was rejected (`Reason` table); null when accepted",
+    ("MoveResult", "position"): "see the cases above",
+    ("MoveResult", "card"): "see the cases above",
+    ("MoveResult", "uncovered"): "cards turned face up by this play",
+    ("MoveResult", "hidden"): "positions turned face down by this undo",
+    ("MoveResult", "undone"): "for an accepted undo: what was undone",
+    ("MoveResult", "waste_top"): "waste top card now (null: empty waste)",
+    ("MoveResult", "stock_left"): "cards left in the stock",
+    ("MoveResult", "cleared"): "peak cards played",
+    ("MoveResult", "moves"): "plays and draws made (undone ones included)",
+    ("MoveResult", "draws"): "draws made",
+    ("MoveResult", "undos"): "undos made",
+    ("MoveResult", "status"): "your game: `playing`, `won` or `stuck`",
+    ("MoveResult", "penalty_ms"): "undo penalty added to your time so far",
+    ("MoveResult", "elapsed_ms"): "race time when the move was handled",
+    ("Progress", "elapsed_ms"): "race time of this frame",
+    ("Progress", "players"): "every player's progress",
+    ("Finish", "player_id"): "who finished",
+    ("Finish", "name"): "their name",
+    ("Finish", "rank"): "finishing place so far",
+    ("Finish", "time_ms"): "finish time: race time of the winning move plus penalties",
+    ("Finish", "moves"): "moves made",
+    ("Finish", "undos"): "undos made",
+    ("RaceOver", "race_id"): "id of the stored race (`GET /api/races/{id}`)",
+    ("RaceOver", "ended_by"): "why the race ended",
+    ("RaceOver", "standings"): "final standings in rank order",
+    ("RaceOver", "seed"): "the seed, revealed",
+    ("RaceOver", "candidate"): "which shuffle candidate of the seed was dealt (docs/deals.md)",
+    ("RaceOver", "wrap"): "rule: King and Ace adjacent",
+    ("RaceOver", "empty_waste"): "rule: the waste started empty",
+    ("RaceOver", "difficulty"): "difficulty the deal was chosen for",
+    ("RaceOver", "practice"): "dealt from a chosen seed",
+    ("RaceOver", "commitment"): "the commitment sent in `race_start`",
+    ("RaceOver", "deal"): "the full deal",
+    ("RaceOver", "solution"): "a winning line: positions to play and `\"draw\"`s, in order",
+    ("RaceOver", "par"): "fewest draws any win needs (null: not computed)",
+    ("SpectatorBoard", "player_id"): "whose board",
+    ("SpectatorBoard", "view"): "their view",
+    ("SpectatorBoard", "elapsed_ms"): "race time of this view",
+    ("Resync", "room_version"): "the `room_state.version` this matches",
+    ("Resync", "phase"): "the room's phase",
+    ("Resync", "race_id"): "the current or last race",
+    ("Resync", "commitment"): "the race's seed commitment",
+    ("Resync", "started_at_ms"): "when the race clock started (unix ms)",
+    ("Resync", "server_time_ms"): "server clock now (unix ms)",
+    ("Resync", "elapsed_ms"): "race time now (or at the end)",
+    ("Resync", "last_seq"): "last move `seq` answered (0: none); send `last_seq + 1` next",
+    ("Resync", "penalty_ms"): "your undo penalty so far",
+    ("Resync", "view"): "your full current view (null when not racing in this race)",
+    ("Error", "code"): "`ErrorCode` (table below)",
+    ("Error", "message"): "human-readable explanation",
+    ("Error", "ref"): "type of the refused message, when known",
+    ("Error", "seq"): "`seq` of the refused move, when there was one",
+    ("Pong", "client_time_ms"): "echo of `ping.client_time_ms`",
+    ("Pong", "server_time_ms"): "server clock when answering (unix ms)",
+    ("RoomList", "rooms"): "public rooms",
+    ("Left", "code"): "the room left",
+    ("Left", "reason"): "you left, were kicked, or the room closed",
+    ("Closing", "code"): "the close code that follows",
+    ("Closing", "reason"): "human-readable reason",
+    ("RoomOptions", "name"): "room name shown in lists",
+    ("RoomOptions", "public"): "listed in `room_list` and `GET /api/rooms`",
+    ("RoomOptions", "max_players"): "seats",
+    ("RoomOptions", "allow_spectators"): "whether spectators may join",
+    ("RoomOptions", "spectator_delay_s"): "how late spectators see boards",
+    ("RoomOptions", "wrap"): "King and Ace are adjacent",
+    ("RoomOptions", "empty_waste"): "the waste starts empty (24-card stock)",
+    ("RoomOptions", "undo"): "undo off, free, or with a time penalty",
+    ("RoomOptions", "undo_penalty_s"): "seconds added per undo when `undo` is `penalty`",
+    ("RoomOptions", "countdown_s"): "countdown before the race (0: none)",
+    ("RoomOptions", "time_limit_s"): "race time limit (0: none)",
+    ("RoomOptions", "difficulty"): "par range of the deal: easy ≤ 12, medium 13..15, hard ≥ 16",
+    ("RoomOptions", "practice_seed"): "deal from this seed; races are flagged practice",
+    ("Member", "player_id"): "player id",
+    ("Member", "name"): "display name",
+    ("Member", "bot"): "a program",
+    ("Member", "ready"): "ready flag (lobby), or asked for a rematch (finished)",
+    ("Member", "connected"): "false while the player is disconnected (seat kept)",
+    ("RoomSummary", "code"): "room code",
+    ("RoomSummary", "phase"): "the room's phase",
+    ("RoomSummary", "players"): "seated players",
+    ("RoomSummary", "spectators"): "spectators",
+    ("RoomSummary", "options"): "the room's options",
+    ("BoardView", "board"): "28 entries by position: card code, `\"??\"` or null",
+    ("BoardView", "waste_top"): "waste top (null: empty)",
+    ("BoardView", "stock_left"): "cards in the stock",
+    ("BoardView", "moves"): "plays and draws made",
+    ("BoardView", "draws"): "draws made",
+    ("BoardView", "undos"): "undos made",
+    ("BoardView", "status"): "`playing`, `won` or `stuck`",
+    ("Uncovered", "position"): "position turned face up",
+    ("Uncovered", "card"): "the card there",
+    ("PlayerProgress", "player_id"): "player id",
+    ("PlayerProgress", "cleared"): "peak cards played",
+    ("PlayerProgress", "stock_left"): "cards left in the stock",
+    ("PlayerProgress", "moves"): "moves made",
+    ("PlayerProgress", "undos"): "undos made",
+    ("PlayerProgress", "status"): "race status",
+    ("PlayerProgress", "elapsed_ms"): "their time: finish time when finished, else race time",
+    ("PlayerProgress", "connected"): "false while disconnected",
+    ("Standing", "player_id"): "player id",
+    ("Standing", "name"): "name",
+    ("Standing", "bot"): "a program",
+    ("Standing", "rank"): "1 is first",
+    ("Standing", "status"): "final status",
+    ("Standing", "time_ms"): "finish time (with penalties), or race time when they stopped",
+    ("Standing", "cleared"): "peak cards played",
+    ("Standing", "moves"): "moves made",
+    ("Standing", "undos"): "undos made",
+    ("Standing", "penalty_ms"): "undo penalties included in `time_ms`",
+    ("DealCodes", "peaks"): "cards at positions 0..27",
+    ("DealCodes", "waste"): "starting waste card (null with `empty_waste`)",
+    ("DealCodes", "stock"): "the stock, `stock[0]` drawn first (23 cards, 24 with `empty_waste`)",
+}
