@@ -39,7 +39,8 @@ from server.config import Settings
 from server.fastmove import handle_move
 from server.hub import Hub, RoomHandle, Session
 from server.race.ratelimit import CreditBucket
-from server.race.room import Fresh, Identity, Room
+from server.race.room import Room
+from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
 from server.transport.connection import Connection
 

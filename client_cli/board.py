@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from protocol.rules.cards import Card, card_code, is_adjacent, parse_card, rank_of
-from protocol.rules.game import DRAW, HIDDEN, Move, Reason, Rules, Status
+from protocol.rules.game import DRAW, HIDDEN, Move, Rules, Status
 from protocol.rules.layout import BOTTOM_ROW, COVERED_BY, COVERS, PEAK_CARDS
+from protocol.rules.refusals import Reason
 
 #: A card this player has not seen (face down, in the stock, or forgotten by a resync).
 UNKNOWN: Final = -1

@@ -18,7 +18,8 @@ from typing import Final
 
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
 from client_cli.net import ClientError, ConnectionLost, ServerRefused, Session, error_text
-from protocol.rules.game import DRAW, REASON_TEXT, Reason, Rules, Status
+from protocol.rules.game import DRAW, Rules, Status
+from protocol.rules.refusals import REASON_TEXT, Reason
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from protocol.deals.commitment import verify_commitment, verify_deal
 from protocol.rules.cards import CardError, card_code
-from protocol.rules.game import DRAW, Deal, Game, IllegalMoveError
+from protocol.rules.game import DRAW, Deal, Game
+from protocol.rules.refusals import IllegalMoveError
 from protocol.wire import messages as m
 
 STATUS_WORDS = {

@@ -25,7 +25,7 @@ from aiohttp import WSMsgType, web
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
-from server import logs
+from server import logs, metrics
 from server.config import Settings
 from server.fastmove import handle_move
 from server.hub import Hub
@@ -167,7 +167,7 @@ async def handle_health(request: web.Request) -> web.Response:
 async def handle_metrics(request: web.Request) -> web.Response:
     """``GET /metrics`` in the Prometheus text format."""
     body = request.app[HUB].metrics.render()
-    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
+    return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
 
 
 async def handle_rooms(request: web.Request) -> web.Response:

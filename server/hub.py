@@ -31,26 +31,24 @@ from protocol.wire.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
 from server import ids, logs
 from server.config import Settings
 from server.metrics import Metrics
-from server.race.ratelimit import CreditBucket
-from server.race.records import RaceRecord
-from server.race.room import (
+from server.race.outputs import (
     CancelTimer,
     CloseRoom,
     DealRequest,
     Detach,
-    Fresh,
-    Identity,
     Output,
     RaceBegan,
     RaceEnded,
-    Room,
-    RoomTimings,
     SaveRace,
     Send,
     SetTimer,
     ToPlayers,
     ToSpectators,
 )
+from server.race.ratelimit import CreditBucket
+from server.race.records import RaceRecord
+from server.race.room import Room
+from server.race.room_types import Fresh, Identity, RoomTimings
 from server.race.spectate import SpectatorFeed
 from server.storage.store import RaceStore
 from server.transport.connection import BATCH, Connection, Frame, Transport

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from protocol.rules.game import Reason
+from protocol.rules.refusals import Reason
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from client_cli.board import UNDO, Action
 from protocol.rules.cards import card_code
-from protocol.rules.game import DRAW, Game, IllegalMoveError, Reason
+from protocol.rules.game import DRAW, Game
+from protocol.rules.refusals import IllegalMoveError, Reason
 
 
 def server_answer(game: Game, action: Action) -> dict[str, Any] | Reason:

@@ -22,7 +22,8 @@ from typing import Any, Final
 from protocol.deals.commitment import commitment
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.cards import card_code
-from protocol.rules.game import REASON_TEXT, Game, Move, Reason, Rules, Status
+from protocol.rules.game import Game, Move, Rules, Status
+from protocol.rules.refusals import REASON_TEXT, Reason
 from protocol.wire import codec, lifecycle
 from protocol.wire import messages as m
 from protocol.wire.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode

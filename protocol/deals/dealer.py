@@ -18,7 +18,7 @@ from protocol.deals.solver import par_of, solve, wins_within
 from protocol.rules.game import DRAW, Deal, Move, Rules
 
 
-class Difficulty(str, enum.Enum):  # noqa: UP042 (the agreed interface is str + Enum)
+class Difficulty(enum.StrEnum):
     """How many draws the best win needs (see :data:`PAR_RANGES`)."""
 
     ANY = "any"

@@ -53,11 +53,7 @@ from protocol.rules.cards import (
     rank_of,
 )
 from protocol.rules.layout import COVERED_BY, COVERS, PEAK_CARDS
-from protocol.rules.refusals import REASON_TEXT as REASON_TEXT  # "X as X" marks a re-export
-from protocol.rules.refusals import IllegalMoveError as IllegalMoveError
-from protocol.rules.refusals import InvalidMoveError as InvalidMoveError
-from protocol.rules.refusals import Reason as Reason
-from protocol.rules.refusals import error_for
+from protocol.rules.refusals import IllegalMoveError, InvalidMoveError, Reason, error_for
 
 DRAW: Final = "draw"
 Move = int | Literal["draw"]

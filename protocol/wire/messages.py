@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Final, Literal
 
 from protocol.rules.cards import ALL_CODES, card_code
-from protocol.rules.game import DRAW, HIDDEN, Deal, Move, PlayerView, Reason, Rules, Status
+from protocol.rules.game import DRAW, HIDDEN, Deal, Move, PlayerView, Rules, Status
+from protocol.rules.refusals import Reason
 from protocol.wire.schema import Int, Items, OneOf, Pattern, Text
 
 PROTOCOL_VERSION: Final = 1

@@ -22,16 +22,8 @@ from typing import Any, Final, NamedTuple
 import msgpack
 
 from protocol.rules.cards import ALL_CODES
-from protocol.rules.game import (
-    DRAW,
-    Deal,
-    Game,
-    IllegalMoveError,
-    PlayerView,
-    Reason,
-    Status,
-    standing_key,
-)
+from protocol.rules.game import DRAW, Deal, Game, PlayerView, Status, standing_key
+from protocol.rules.refusals import IllegalMoveError, Reason
 from protocol.wire.codec import pack_wire
 from protocol.wire.messages import MoveAction, MoveResult, PlayerStatus, Uncovered
 from server.race.records import MoveLogEntry, PlayerResult

@@ -14,8 +14,8 @@ Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
 ``countdown`` ...  A room with no members closes after a grace period.
 
 The room's small value types (:class:`Identity`, :class:`Seat`,
-:class:`RoomTimings`, :class:`Fresh`) live in :mod:`server.race.room_types` and
-are re-exported here; the progress line and spectator boards are built by
+:class:`RoomTimings`, :class:`Fresh`) live in :mod:`server.race.room_types`, the
+outputs in :mod:`server.race.outputs`; the progress line and spectator boards are built by
 :mod:`server.race.progress`.  This module decides when they are sent.
 """
 
@@ -26,7 +26,7 @@ from typing import Final
 
 from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame, Difficulty
-from protocol.rules.game import Reason
+from protocol.rules.refusals import Reason
 from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.messages import (
     BoardView,
@@ -536,23 +536,3 @@ class Room:
         ]
         return outputs
 
-
-__all__ = [
-    "CancelTimer",
-    "CloseRoom",
-    "DealRequest",
-    "Detach",
-    "Fresh",
-    "Identity",
-    "Output",
-    "RaceBegan",
-    "RaceEnded",
-    "Room",
-    "RoomTimings",
-    "SaveRace",
-    "Seat",
-    "Send",
-    "SetTimer",
-    "ToPlayers",
-    "ToSpectators",
-]

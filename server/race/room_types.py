@@ -3,9 +3,8 @@
 Who a connection speaks for (:class:`Identity`), a member's seat
 (:class:`Seat`), the server-side timings (:class:`RoomTimings`), the fresh
 values the shell draws for a new race (:class:`Fresh`) and the race being
-dealt or counted down (:class:`PendingRace`).  :mod:`server.race.room`
-re-exports the public ones, so ``from server.race.room import Identity`` keeps
-working.
+dealt or counted down (:class:`PendingRace`).  The hub and the tests import
+them from here.
 """
 
 from __future__ import annotations

@@ -16,9 +16,6 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-#: Snapshot keys that survive the start of a new race.
-PERSISTENT_KEYS = frozenset({"room"})
-
 
 @dataclass(frozen=True, slots=True)
 class _Queued(Generic[T]):
@@ -52,8 +49,7 @@ class SpectatorFeed(Generic[T]):
         while self._queue and self._queue[0].release_ms <= now_ms:
             item = self._queue.popleft()
             if item.new_race:
-                for key in [k for k in self._snapshot if k not in PERSISTENT_KEYS]:
-                    del self._snapshot[key]
+                self._snapshot.clear()
             if item.key is not None:
                 # Re-inserting moves the key last, so the snapshot replays in causal order.
                 self._snapshot.pop(item.key, None)

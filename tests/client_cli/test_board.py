@@ -18,8 +18,9 @@ from client_cli.board import (
 )
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.cards import card_code, parse_card
-from protocol.rules.game import DRAW, Game, Reason, Rules, Status
+from protocol.rules.game import DRAW, Game, Rules, Status
 from protocol.rules.layout import BOTTOM_ROW
+from protocol.rules.refusals import Reason
 from tests.offline import server_answer
 
 RULE_SETS = [Rules(), Rules(wrap=False), Rules(empty_waste=True), Rules(False, True)]

@@ -7,7 +7,8 @@ import pytest
 from client_cli.board import UNKNOWN, Knowledge, start_knowledge
 from client_cli.strategy import Strategy
 from protocol.deals.shuffle import candidate_deal
-from protocol.rules.game import Game, Reason, Rules, Status
+from protocol.rules.game import Game, Rules, Status
+from protocol.rules.refusals import Reason
 from tests.offline import server_answer
 
 STANDARD = Rules()

@@ -22,24 +22,18 @@ from hypothesis import strategies as st
 
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.cards import card_code
-from protocol.rules.game import DRAW, HIDDEN, Game, IllegalMoveError, Reason, Rules, Status
+from protocol.rules.game import DRAW, HIDDEN, Game, Rules, Status
 from protocol.rules.layout import COVERED_BY
+from protocol.rules.refusals import IllegalMoveError, Reason
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
+from server.race.outputs import Output, SetTimer, ToPlayers
 from server.race.race import Race, SeqOutOfOrder, message_of
 from server.race.ratelimit import CreditBucket
 from server.race.records import MoveLogEntry
-from server.race.room import (
-    PROGRESS_TIMER,
-    Fresh,
-    Identity,
-    Output,
-    Room,
-    RoomTimings,
-    SetTimer,
-    ToPlayers,
-)
+from server.race.room import PROGRESS_TIMER, Room
+from server.race.room_types import Fresh, Identity, RoomTimings
 from server.transport.connection import Connection, Transport, frame_header
 from tests.serverutil import open_room, running_server
 

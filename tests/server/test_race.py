@@ -7,7 +7,8 @@ from functools import cache
 from pathlib import Path
 
 from protocol.deals.dealer import DealtGame, deal_for_seed
-from protocol.rules.game import DRAW, Game, Reason, Rules, Status
+from protocol.rules.game import DRAW, Game, Rules, Status
+from protocol.rules.refusals import Reason
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
 from tests.serverutil import TestClient, move_request, open_room, running_server

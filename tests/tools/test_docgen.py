@@ -13,7 +13,8 @@ import pytest
 
 from protocol.deals.commitment import commitment, commitment_text
 from protocol.deals.shuffle import candidate_deal
-from protocol.rules.game import Reason, Rules, replay
+from protocol.rules.game import Rules, replay
+from protocol.rules.refusals import Reason
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode

@@ -11,19 +11,9 @@ from hypothesis import strategies as st
 
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.cards import DECK_SIZE, card_code, is_adjacent, rank_of
-from protocol.rules.game import (
-    DRAW,
-    HIDDEN,
-    Game,
-    IllegalMoveError,
-    Move,
-    PlayerView,
-    Reason,
-    Rules,
-    Status,
-    replay,
-)
+from protocol.rules.game import DRAW, HIDDEN, Game, Move, PlayerView, Rules, Status, replay
 from protocol.rules.layout import BOTTOM_ROW, COVERED_BY, PEAK_CARDS
+from protocol.rules.refusals import IllegalMoveError, Reason
 
 UNDO = "undo"
 ALL_RULES = [Rules(), Rules(wrap=False), Rules(empty_waste=True), Rules(False, True)]

@@ -29,20 +29,17 @@ from protocol.rules.cards import (
 from protocol.rules.game import (
     DRAW,
     HIDDEN,
-    REASON_TEXT,
     Deal,
     Game,
-    IllegalMoveError,
-    InvalidMoveError,
     Move,
     Outcome,
-    Reason,
     Rules,
     Status,
     replay,
     standing_key,
 )
 from protocol.rules.layout import BOTTOM_ROW, COVERED_BY, COVERS, PEAK_CARDS, ROWS, row_of
+from protocol.rules.refusals import REASON_TEXT, IllegalMoveError, InvalidMoveError, Reason
 
 # ---- hand-built deals --------------------------------------------------------
 

@@ -13,19 +13,11 @@ from protocol.rules.game import DRAW, Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from server.ids import ROOM_CODE_ALPHABET, normalize_room_code, room_code
+from server.race.outputs import DealRequest, Output, SetTimer, ToPlayers, ToSpectators
 from server.race.race import Race
 from server.race.ratelimit import AddressLimiter, CreditBucket
-from server.race.room import (
-    DealRequest,
-    Fresh,
-    Identity,
-    Output,
-    Room,
-    RoomTimings,
-    SetTimer,
-    ToPlayers,
-    ToSpectators,
-)
+from server.race.room import Room
+from server.race.room_types import Fresh, Identity, RoomTimings
 from server.race.spectate import SpectatorFeed
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -223,10 +215,10 @@ def test_the_spectator_feed_holds_frames_back_and_remembers_the_latest_of_each_k
     assert feed.due(1015) == ["start-1", "board-a1"]
     assert feed.due(2000) == ["board-a2"]
     assert feed.snapshot() == ["start-1", "board-a2"]
-    feed.push(2000, "room", "room")
+    feed.push(2000, "over-1", "over")
     feed.push(2000, "start-2", "race", new_race=True)
     feed.due(3000)
-    assert feed.snapshot() == ["room", "start-2"]
+    assert feed.snapshot() == ["start-2"]  # a new race forgets every frame of the last one
 
 
 def test_room_codes_use_the_unambiguous_alphabet_and_typed_codes_are_normalized() -> None:

@@ -10,7 +10,9 @@ from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ProtocolError
-from server.race.room import DealRequest, Fresh, Identity, Output, Room, RoomTimings, SetTimer
+from server.race.outputs import DealRequest, Output, SetTimer
+from server.race.room import Room
+from server.race.room_types import Fresh, Identity, RoomTimings
 
 DEALT = deal_for_seed("fuzz", Rules())
 PLAYERS = [Identity(f"p{n}", f"player{n}") for n in range(5)]
