@@ -1,4 +1,4 @@
-"""The game-server jobs a generator process can run (see :mod:`bench.load_worker`).
+"""The game-server jobs a generator process can run (:mod:`bench.load_worker` runs them).
 
 - ``idle``: N connected players that said hello and then do nothing (memory).
 - ``race``: R racing rooms of K players and S spectators at a pace, plus
@@ -25,7 +25,7 @@ from bench.load_game import (
     make_room,
     open_conn,
 )
-from bench.load_worker import CpuMeter, Job, emit, wait_for_go
+from bench.worker_io import CpuMeter, Job, JobRunner, emit, wait_for_go
 
 #: How long after the last start of a burst moves still count as "during the burst".
 BURST_TAIL_S = 1.0
@@ -189,4 +189,4 @@ async def run_race(job: Job) -> None:
         await asyncio.sleep(0.2)
 
 
-JOBS = {"idle": run_idle, "race": run_race}
+JOBS: dict[str, JobRunner] = {"idle": run_idle, "race": run_race}

@@ -19,40 +19,11 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from bench.echo_server import use_fast_loop
 from bench.load_procs import raise_open_file_limit
 from bench.load_stats import Samples
-
-Job = dict[str, Any]
-
-
-def emit(event: str, **fields: Any) -> None:
-    """Print one protocol line for the orchestrator."""
-    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
-    sys.stdout.flush()
-
-
-async def wait_for_go(timeout_s: float) -> None:
-    """Block (off the loop) until the orchestrator writes ``go``."""
-    line = await asyncio.wait_for(asyncio.to_thread(sys.stdin.readline), timeout_s)
-    if line.strip() != "go":
-        raise RuntimeError(f"expected 'go' from the orchestrator, got {line!r}")
-
-
-class CpuMeter:
-    """This process's CPU % of one core over a window."""
-
-    def __init__(self) -> None:
-        self.wall = time.monotonic()
-        self.cpu = time.process_time()
-
-    def pct(self) -> float:
-        """CPU % since construction."""
-        wall = max(time.monotonic() - self.wall, 1e-9)
-        return round(100 * (time.process_time() - self.cpu) / wall, 1)
+from bench.worker_io import CpuMeter, Job, JobRunner, emit, wait_for_go
 
 
 async def run_echo(job: Job) -> None:
@@ -125,7 +96,13 @@ async def run_echo(job: Job) -> None:
     await asyncio.sleep(0.2)
 
 
-JOBS: dict[str, Callable[[Job], Coroutine[Any, Any, None]]] = {"echo": run_echo}
+def runner_for(kind: str) -> JobRunner:
+    """The coroutine function that runs a job of ``kind``."""
+    if kind == "echo":
+        return run_echo
+    from bench.load_jobs import JOBS  # game jobs need the protocol package: echo runs stay lean
+
+    return JOBS[kind]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,12 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     job: Job = json.loads(args[0])
     raise_open_file_limit()
     use_fast_loop()
-    kind = job["kind"]
-    if kind not in JOBS:
-        from bench import load_jobs  # game jobs need the protocol package
-
-        JOBS.update(load_jobs.JOBS)
-    asyncio.run(JOBS[kind](job))
+    asyncio.run(runner_for(job["kind"])(job))
     return 0
 
 

@@ -135,7 +135,7 @@ def _play(args: argparse.Namespace) -> int:
 
         create = room_options_from(args) if args.start == "host" else None
         return asyncio.run(run_plain(url, name, first=_first_commands(args), create=create))
-    from client_cli.app import TriPeaksApp
+    from client_cli.tui.app import TriPeaksApp
 
     options = room_options_from(args) if args.start == "host" else None
     app = TriPeaksApp(url, name, start=args.start, code=args.code, options=options)

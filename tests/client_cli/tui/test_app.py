@@ -11,9 +11,13 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Digits, Input, Static
 
-from client_cli.app import HomeScreen, LobbyScreen, TriPeaksApp
 from client_cli.render import HOTKEYS
-from client_cli.screens import RaceScreen, ResultsScreen, WatchScreen
+from client_cli.tui.app import TriPeaksApp
+from client_cli.tui.home import HomeScreen
+from client_cli.tui.lobby import LobbyScreen
+from client_cli.tui.race import RaceScreen
+from client_cli.tui.results import ResultsScreen
+from client_cli.tui.watch import WatchScreen
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import DRAW, Move, Rules
 from protocol.wire import messages as m

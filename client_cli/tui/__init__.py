@@ -1,0 +1,1 @@
+"""``tripeaks play``: the full-screen terminal app (Textual), one module per screen."""

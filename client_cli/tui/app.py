@@ -1,0 +1,122 @@
+"""``tripeaks play``: the full-screen terminal app (Textual).
+
+One :class:`~client_cli.client.GameClient` runs in a Textual worker on the
+app's event loop; every change it reports goes to :meth:`TriPeaksApp.on_client_event`,
+which moves between screens (home, lobby, race, results, watch) and asks the
+current screen to redraw.  Screens never touch the socket themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
+from textual.screen import Screen
+
+from client_cli.client import ClientError, GameClient
+from client_cli.tui.base import ClientScreen
+from client_cli.tui.home import HomeScreen
+from client_cli.tui.lobby import LobbyScreen
+from client_cli.tui.race import RaceScreen
+from client_cli.tui.results import ResultsScreen
+from client_cli.tui.watch import WatchScreen
+from protocol.wire import messages as m
+
+
+class TriPeaksApp(App[int]):
+    """The terminal client: one connection, five screens."""
+
+    TITLE = "TriPeaks Race"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "quit", priority=True)]
+
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        *,
+        start: str = "home",
+        code: str | None = None,
+        options: m.RoomOptions | None = None,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.start_with = start
+        self.start_code = code
+        self.start_options = options
+        self.client = GameClient(url, name, self.on_client_event)
+
+    def on_mount(self) -> None:
+        self.push_screen(HomeScreen())
+        self.run_worker(self._network(), group="net", exit_on_error=False)
+
+    async def _network(self) -> None:
+        if not await self.ensure_connected():
+            return
+        if self.start_with == "host":
+            await self.client.create_room(self.start_options or m.RoomOptions())
+        elif self.start_with in ("join", "watch") and self.start_code:
+            await self.client.join(self.start_code, spectate=self.start_with == "watch")
+
+    async def ensure_connected(self) -> bool:
+        """Connect if not connected; errors go on screen in words."""
+        if self.client.state.connection in ("online", "reconnecting", "connecting"):
+            return True
+        try:
+            await self.client.connect()
+        except ClientError as exc:
+            self.notify(str(exc), title="cannot connect", severity="error", timeout=8)
+            self.client.state.connection = "offline"
+            self.refresh_screen()
+            return False
+        self.run_worker(self.client.run(), group="net-loop", exit_on_error=False)
+        return True
+
+    # ---- events from the client ----------------------------------------
+    def on_client_event(self, event: str, detail: object) -> None:
+        """Route a client event: change screen if the phase says so, then redraw."""
+        if event == "error":
+            self.notify(str(detail), severity="error", timeout=6)
+        elif event == "reconnecting":
+            self.notify("Connection lost; reconnecting…", severity="warning", timeout=3)
+        elif event == "closed":
+            self.notify(f"Disconnected: {detail}", severity="error", timeout=10)
+        elif event == "left" and isinstance(detail, m.Left):
+            self.notify(f"Left room {detail.code} ({detail.reason.value.replace('_', ' ')}).")
+        self._follow_phase(event)
+        screen = self.screen
+        if isinstance(screen, ClientScreen):
+            # A screen just switched to is not composed yet; it draws itself on mount.
+            with contextlib.suppress(NoMatches):
+                screen.on_client_event(event, detail)
+
+    def _follow_phase(self, event: str) -> None:
+        state = self.client.state
+        room = state.room
+        wanted: type[Screen[Any]]
+        if room is None:
+            wanted = HomeScreen
+        elif state.race_over is not None and room.phase is not m.Phase.LOBBY:
+            wanted = ResultsScreen
+        elif room.phase is m.Phase.LOBBY:
+            wanted = LobbyScreen
+        elif state.role is m.Role.SPECTATOR:
+            wanted = WatchScreen
+        elif room.phase in (m.Phase.COUNTDOWN, m.Phase.RACING):
+            wanted = RaceScreen
+        else:
+            return
+        if not isinstance(self.screen, wanted):
+            self.switch_screen(wanted())
+
+    def refresh_screen(self) -> None:
+        screen = self.screen
+        if isinstance(screen, ClientScreen):
+            with contextlib.suppress(NoMatches):
+                screen.refresh_view()
+
+    async def action_quit(self) -> None:
+        await self.client.close()
+        self.exit(0)

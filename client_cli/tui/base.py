@@ -1,0 +1,78 @@
+"""What every screen of the terminal app shares: the app as screens see it, the status line.
+
+Screens depend on :class:`TriPeaksHost`, not on the app class: the app
+imports every screen to move between them, so the screens must not import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Static
+
+from client_cli.client import GameClient
+from protocol.rules.layout import PEAK_CARDS
+
+BAR_WIDTH: Final = 14
+CONNECTION_WORDS: Final = {
+    "online": "● online",
+    "connecting": "○ connecting…",
+    "reconnecting": "◌ reconnecting…",
+    "offline": "○ offline",
+    "closed": "✗ disconnected",
+}
+
+
+class TriPeaksHost(Protocol):
+    """What a screen asks of the app: its client, the server's address, a connection."""
+
+    url: str
+    client: GameClient
+
+    async def ensure_connected(self) -> bool:
+        """Connect if not connected; ``False`` (said on screen) if that failed."""
+        ...
+
+
+class ClientScreen(Screen[Any]):
+    """A screen that shows the client's state and a connection line at the bottom."""
+
+    @property
+    def tripeaks(self) -> TriPeaksHost:
+        """The app, as the screens see it."""
+        return cast("TriPeaksHost", self.app)
+
+    def compose_status(self) -> ComposeResult:
+        yield Static("", id="connection")
+
+    def set_status(self, text: str) -> None:
+        """Write the bottom status line."""
+        for widget in self.query("#connection").results(Static):
+            widget.update(text)
+
+    def refresh_view(self) -> None:
+        """Redraw from the client's state (subclasses extend it)."""
+        state = self.tripeaks.client.state
+        words = CONNECTION_WORDS.get(state.connection, state.connection)
+        room = f"   room {state.room.code}" if state.room is not None else ""
+        error = f"   last error: {state.last_error}" if state.last_error else ""
+        self.set_status(f"{words}   {state.player_id or ''}{room}{error}")
+
+    def on_client_event(self, event: str, detail: object) -> None:
+        """A client event arrived while this screen is shown."""
+        self.refresh_view()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_view()
+
+
+def progress_bar(cleared: int, width: int = BAR_WIDTH) -> Text:
+    """``█████░░░░ 12/28``."""
+    filled = round(width * cleared / PEAK_CARDS)
+    bar = Text("█" * filled, "green")
+    bar.append("░" * (width - filled), "grey37")
+    bar.append(f" {cleared:>2}/28")
+    return bar

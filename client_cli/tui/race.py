@@ -1,0 +1,200 @@
+"""The race screen: the player's board on hotkeys, the clocks, the opponents' progress."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import ClassVar, Final
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Digits, Static
+
+from client_cli.board import UNDO
+from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
+from client_cli.render import POSITION_OF_KEY, describe, draw_board
+from client_cli.results import clock
+from client_cli.tui.base import ClientScreen, progress_bar
+from protocol.rules.game import DRAW
+from protocol.rules.layout import PEAK_CARDS
+from protocol.wire import messages as m
+
+FLASH_S: Final = 0.8
+RESIGN_CONFIRM_S: Final = 3.0
+
+
+def opponent_lines(players: list[Opponent], me: str | None) -> Text:
+    """The side panel: one block per player with a live bar, status and finish time."""
+    out = Text()
+    for player in players:
+        name = player.name + (" (you)" if player.player_id == me else "")
+        name += " 🤖" if player.bot else ""
+        out.append(f"{name}\n", "bold" if player.player_id == me else "")
+        out.append_text(progress_bar(player.cleared))
+        out.append(f"  {player.moves} moves", "grey70")
+        status = player.status if player.connected else f"{player.status}, offline"
+        if player.finish_ms is not None:
+            status = f"#{player.rank} in {clock(player.finish_ms)}"
+        out.append(f"\n  {status}\n\n", "grey70")
+    return out
+
+
+def penalty_text(state: ClientState) -> str:
+    """`` (+10 s undo penalty)`` while penalties count, else nothing."""
+    if not state.penalty_ms or state.my_finish_ms is not None:
+        return ""
+    return f" (+{state.penalty_ms / 1000:g} s undo penalty)"
+
+
+def own_counts(state: ClientState) -> str:
+    """Cleared, moves and undos as the screen shows them."""
+    board = state.board
+    if board is None:
+        return ""
+    shown = board.shown
+    return f"cleared {shown.cleared}/28 · moves {shown.moves} · undos {shown.undos}"
+
+
+class RaceScreen(ClientScreen):
+    """The player's board, hotkeys, clocks and the opponents' progress."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "draw", "draw", priority=True),
+        Binding("enter", "draw", "draw", show=False, priority=True),
+        Binding("u", "undo", "undo", priority=True),
+        Binding("r", "resign", "resign", priority=True),
+    ]
+    DEFAULT_CSS = """
+    RaceScreen #main { height: 1fr; }
+    RaceScreen #left { width: 66; }
+    RaceScreen #clock { text-style: bold; height: 1; }
+    RaceScreen #countdown { color: $warning; width: auto; display: none; }
+    RaceScreen #board { height: 17; }
+    RaceScreen #message { height: 2; color: $warning; }
+    RaceScreen #opponents { width: 1fr; border: round $accent; padding: 0 1; }
+    RaceScreen #keys { color: $text-muted; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flash_position: int | None = None
+        self.flash_until = 0.0
+        self.resign_asked_at = 0.0
+        self.message = ""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Static("", id="clock")
+                yield Digits("", id="countdown")
+                yield Static("", id="board")
+                yield Static("", id="message")
+                yield Static(
+                    "keys: 1-0 bottom row · a-l row 2 · z-n row 1 · q w e tops · "
+                    "space draw · u undo · r resign", id="keys")
+            yield VerticalScroll(Static("", id="opponent-list"), id="opponents")
+        yield from self.compose_status()
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self.tick)
+        self.refresh_view()
+
+    def tick(self) -> None:
+        state = self.tripeaks.client.state
+        left = state.countdown_left()
+        countdown = self.query_one("#countdown", Digits)
+        countdown.display = left is not None
+        if left is not None:
+            countdown.update(str(math.ceil(left)))
+            if state.board is None:
+                self.query_one("#board", Static).update(
+                    f"the race starts in {math.ceil(left)} s — the cards show their keys"
+                )
+        if state.race is not None:
+            self.query_one("#clock", Static).update(
+                f"race clock {clock(state.race_elapsed() * 1000)}{penalty_text(state)}"
+                f"   {own_status(state)}   {own_counts(state)}"
+            )
+        if self.flash_position is not None and time.monotonic() > self.flash_until:
+            self.flash_position = None
+            self.draw_board()
+
+    def refresh_view(self) -> None:
+        super().refresh_view()
+        self.draw_board()
+        state = self.tripeaks.client.state
+        players = list(state.players.values())
+        self.query_one("#opponent-list", Static).update(opponent_lines(players, state.player_id))
+        self.query_one("#message", Static).update(self.message)
+
+    def draw_board(self) -> None:
+        board = self.tripeaks.client.state.board
+        widget = self.query_one("#board", Static)
+        if board is None:
+            widget.update("waiting for the deal…")
+            return
+        widget.update(draw_board(board.shown, flash=self.flash_position))
+
+    def on_client_event(self, event: str, detail: object) -> None:
+        if event == "rejected" and isinstance(detail, MoveVerdict):
+            self.explain(detail, by_server=True)
+        elif event == "finish" and isinstance(detail, m.Finish):
+            if detail.player_id == self.tripeaks.client.state.player_id:
+                self.message = f"★ you finished #{detail.rank} in {clock(detail.time_ms)}!"
+        elif event in ("board", "race_start"):
+            self.message = ""
+        elif event == "reconnecting":
+            self.message = "connection lost — reconnecting… (your moves are kept)"
+        elif event == "resync":
+            self.message = "reconnected; board resynchronised"
+        self.refresh_view()
+
+    def explain(self, verdict: MoveVerdict, by_server: bool = False) -> None:
+        """Flash the card and say why the move is not allowed."""
+        if verdict.position is not None and 0 <= verdict.position < PEAK_CARDS:
+            self.flash_position = verdict.position
+            self.flash_until = time.monotonic() + FLASH_S
+        who = "the server says: " if by_server else ""
+        card = ""
+        board = self.tripeaks.client.state.board
+        if board is not None and verdict.position is not None and verdict.position < PEAK_CARDS:
+            known = board.shown.visible(verdict.position)
+            if known is not None and known >= 0:
+                card = f"{describe(known)}: "
+        self.message = f"✗ {who}{card}{verdict.text}"
+        self.refresh_view()
+
+    async def on_key(self, event: events.Key) -> None:
+        key = event.key
+        if key in POSITION_OF_KEY:
+            event.stop()
+            await self.move(POSITION_OF_KEY[key])
+
+    async def move(self, action: int | str) -> None:
+        verdict = await self.tripeaks.client.move(action)  # type: ignore[arg-type]
+        if not verdict.sent:
+            self.explain(verdict)
+        else:
+            self.message = ""
+            self.refresh_view()
+
+    async def action_draw(self) -> None:
+        await self.move(DRAW)
+
+    async def action_undo(self) -> None:
+        await self.move(UNDO)
+
+    async def action_resign(self) -> None:
+        # A second press within a few seconds confirms: one stray key must not end a race.
+        now = time.monotonic()
+        if now - self.resign_asked_at > RESIGN_CONFIRM_S:
+            self.resign_asked_at = now
+            self.message = "press r again to resign"
+        else:
+            self.resign_asked_at = 0.0
+            await self.tripeaks.client.resign()
+            self.message = "you resigned"
+        self.refresh_view()
