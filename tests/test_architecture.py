@@ -175,7 +175,7 @@ def test_the_graph_covers_every_module_and_every_kind_of_import() -> None:
     graph = import_graph(ROOT, PACKAGES)
     on_disk = set(project_modules(ROOT, PACKAGES))
     assert set(graph) == on_disk
-    assert {"protocol.rules.game", "server.hub", "client_cli.app", "bench.load"} <= on_disk
+    assert {"protocol.rules.game", "server.hub", "client_cli.tui.app", "bench.load"} <= on_disk
     assert "protocol.rules.cards" in graph["protocol.rules.game"]
 
 
