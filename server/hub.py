@@ -69,6 +69,7 @@ from server.transport.heartbeat import keep_alive
 _FEED_TIMER: Final = "__feed__"
 _MOVE_TAG: Final = m.MoveRequest.TAG
 _SAMPLE: Final = Metrics.MOVE_SAMPLE
+_PLAYER: Final = m.Role.PLAYER
 
 
 @dataclass(eq=False, slots=True)
@@ -456,7 +457,9 @@ class Hub:
             return False
         room = handle.room
         pid = session.identity.player_id
-        if not move_allowed(room.phase, room.role_of(pid)):
+        # Only a seated member may move; anyone else takes the general path, which
+        # names the refusal.
+        if not move_allowed(room.phase, _PLAYER if pid in room.seats else None):
             return False
         move = codec.parse_move(frame)
         if move is None:
