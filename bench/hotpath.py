@@ -4,7 +4,7 @@
 
 It builds a real :class:`~server.hub.Hub` with racing rooms of 4 (the load
 benchmark's room options) and connections whose socket is a byte sink, then
-feeds :func:`server.fastmove.handle_move` a recorded stream of move frames
+feeds :meth:`~server.hub.Hub.fast_move` a recorded stream of move frames
 played by the load generator's greedy player (which undoes a run of 6 when
 stuck): about 17% plays, 37% draws and 46% undos, near the saturation run's
 15/35/50.  Each frame also gets what ``app`` does around the fast path (the
@@ -36,9 +36,8 @@ from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.codec import Encoding
 from server.config import Settings
-from server.fastmove import handle_move
-from server.hub import Hub, RoomHandle, Session
-from server.race.ratelimit import CreditBucket
+from server.hub import Hub, RoomHandle
+from server.race.lobby import NewPlayer
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
@@ -132,17 +131,18 @@ def _setup(hub: Hub, rooms: int) -> list[tuple[Connection, _Sink]]:
         room.start(players[0].player_id, now, Fresh(seed=str(r), race_id=f"race-{r}"))
         room.deal_ready(1, deal_for_seed(str(r), Rules()), now)
         assert room.phase is m.Phase.RACING
-        hub.rooms[room.code] = RoomHandle(room, SpectatorFeed(0))
+        hub.lobby.rooms[room.code] = room
+        hub.handles[room.code] = RoomHandle(room, SpectatorFeed(0))
         for who in players:
             sink = _Sink()
-            bucket = CreditBucket.full(100_000.0, 100_000.0, now)
-            conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK,
-                              "127.0.0.1", bucket, len(seats) + 1)
-            conn.transport = sink
-            session = Session(who, f"token-{who.player_id}", conn, room.code)
-            conn.session = session
-            hub.sessions[session.token] = hub.by_player[who.player_id] = session
-            hub.connections.add(conn)
+            conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK, "127.0.0.1",
+                              len(seats) + 1, hub.batch, sink)
+            hub.connect(conn).retune(100_000.0, 100_000.0)
+            hello = m.Hello(who.name, m.PROTOCOL_VERSION)
+            hub.lobby.hello(conn, hello, NewPlayer(who.player_id, f"token-{who.player_id}"), now)
+            session = hub.lobby.session_of(conn)
+            assert session is not None
+            session.room = room.code
             seats.append((conn, sink))
     return seats
 
@@ -154,9 +154,9 @@ def _record(hub: Hub, seats: list[tuple[Connection, _Sink]], moves: int) -> tupl
     rng = random.Random(6)
     players = []
     for conn, sink in seats:
-        session = conn.session
+        session = hub.lobby.session_of(conn)
         assert session is not None and session.room is not None
-        room = hub.rooms[session.room].room
+        room = hub.rooms[session.room]
         assert room.race is not None
         view = room.race.racers[session.identity.player_id].view()
         players.append(_Seat(conn, sink, list(view.board), view.waste_top, view.stock_left, rng))
@@ -165,7 +165,7 @@ def _record(hub: Hub, seats: list[tuple[Connection, _Sink]], moves: int) -> tupl
     while len(stream) < moves:
         for index, player in enumerate(players):
             frame = player.next_frame()
-            assert handle_move(hub, player.conn, frame, hub.now_ms())
+            assert hub.fast_move(player.conn, frame, hub.now_ms())
             action = player.read_answer()
             mix[action] = mix.get(action, 0) + 1
             stream.append((index, frame))
@@ -174,14 +174,15 @@ def _record(hub: Hub, seats: list[tuple[Connection, _Sink]], moves: int) -> tupl
 
 def _replay(hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]) -> float:
     """CPU seconds to answer ``stream`` the way ``app._on_frame`` would."""
-    now_ms = hub.now_ms
+    now_ms, fast_move = hub.now_ms, hub.fast_move
+    buckets = [hub.connections[conn] for conn in conns]
     started = time.process_time()
     for index, frame in stream:
         conn = conns[index]
         now = conn.last_seen_ms = now_ms()
-        if not conn.bucket.spend(now) or type(frame) is not bytes:
+        if not buckets[index].spend(now) or type(frame) is not bytes:
             raise AssertionError("the bench must never be rate limited")
-        if not handle_move(hub, conn, frame, now):
+        if not fast_move(conn, frame, now):
             raise AssertionError("every recorded move takes the fast path")
     return time.process_time() - started
 

@@ -12,7 +12,6 @@ import gc
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from aiohttp import web
 
@@ -57,8 +56,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
         await runner.cleanup()
         return 1
     _tune_gc()
-    sockets: list[Any] = list(getattr(site._server, "sockets", None) or [])
-    port = sockets[0].getsockname()[1] if sockets else settings.port
+    addresses = runner.addresses  # the bound sockets' addresses: port 0 names a free port
+    port = addresses[0][1] if addresses else settings.port
     logs.event("server_started", host=settings.host, port=port, url=f"ws://{settings.host}:{port}/ws")
     await stop.wait()
     logs.event("server_stopping")

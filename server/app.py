@@ -18,18 +18,18 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Final, cast
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs, metrics
 from server.config import Settings
-from server.fastmove import handle_move
 from server.hub import Hub
-from server.race.ratelimit import AddressLimiter
+from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.storage.store import RaceStore
 from server.transport.clientaddr import client_address
 from server.transport.connection import Connection, Transport
@@ -228,97 +228,21 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     await ws.prepare(request)
     # The transport is uvloop's (or asyncio's) socket transport; see Connection.send.
     transport = cast("Transport | None", request.transport)
-    conn = hub.new_connection(ws, codec.encoding_for(chosen), address, transport)
+    encoding = codec.encoding_for(chosen)
+    conn = Connection(ws, encoding, address, hub.next_conn_id(), hub.batch, transport)
+    reader = _Reader(hub, conn, hub.connect(conn), settings)
     logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
     try:
         if chosen is None:
             await conn.close(CloseCode.NO_SUBPROTOCOL)
         else:
-            await _read_loop(hub, conn, settings)
+            await conn.serve(reader, hub.now_ms)
     except Exception:
         logs.failure("connection_failed", conn=conn.conn_id)
     finally:
         hub.connection_lost(conn)
-        logs.event("disconnected", conn=conn.conn_id, close_code=ws.close_code)
+        logs.event("disconnected", conn=conn.conn_id, close_code=conn.close_code)
     return ws
-
-
-async def _read_loop(hub: Hub, conn: Connection, settings: Settings) -> None:
-    ws = conn.ws
-    direct = ws.direct if isinstance(ws, DirectResponse) else None
-    hook = functools.partial(_direct_move, hub, conn)
-    while not ws.closed and not conn.closed:
-        session = conn.session
-        if session is None:
-            timeout: float | None = settings.hello_timeout_s
-        elif session.room is None:
-            timeout = settings.idle_timeout_s
-        else:
-            # In a room, a quiet spectator is normal: the heartbeat finds dead sockets.
-            timeout = None
-        # Moves may skip the queue only while nothing can time out: they never change
-        # whether the connection is in a room, so the wait below stays the right one.
-        if direct is not None and timeout is None:
-            direct.hook = hook
-        try:
-            msg = await ws.receive(timeout=timeout or None)
-        except TimeoutError:
-            code = CloseCode.HELLO_TIMEOUT if conn.session is None else CloseCode.IDLE_TIMEOUT
-            await conn.close(code)
-            return
-        finally:
-            if direct is not None:
-                direct.hook = None
-        if msg.type is WSMsgType.BINARY or msg.type is WSMsgType.TEXT:
-            conn.reading = True
-            try:
-                close_code = _on_frame(hub, conn, msg.data, settings)
-            finally:
-                conn.reading = False
-            if conn.outbox:
-                await conn.write_pending()
-            if close_code is not None:
-                await conn.close(close_code)
-        elif msg.type is WSMsgType.PING:
-            conn.last_seen_ms = hub.now_ms()
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await ws.pong(msg.data)
-        elif msg.type is WSMsgType.PONG:
-            conn.last_seen_ms = hub.now_ms()
-        elif msg.type == WSMsgType.ERROR:
-            logs.event("socket_error", conn=conn.conn_id, error=str(ws.exception()))
-            return
-        else:  # CLOSE, CLOSING, CLOSED
-            return
-
-
-def _direct_move(hub: Hub, conn: Connection, frame: bytes | str) -> bool:
-    """A move straight from aiohttp's parser (:mod:`server.transport.direct`); False queues it.
-
-    Only what :func:`_on_frame` would answer on the fast path is taken here, so
-    replies are the same either way.  A frame without credit is queued without
-    spending, and :func:`_on_frame` then refuses it and counts the strike.
-    """
-    if conn.closed:
-        return False
-    now = hub.now_ms()
-    if not conn.bucket.has_credit(now) or not _fast_move(hub, conn, frame, now):
-        return False
-    conn.bucket.spend(now)
-    conn.last_seen_ms = now
-    return True
-
-
-def _fast_move(hub: Hub, conn: Connection, frame: bytes | str, now: int) -> bool:
-    """:func:`handle_move` for a msgpack frame; True when it answered (a failure included)."""
-    if type(frame) is not bytes or conn.encoding is not codec.Encoding.MSGPACK:
-        return False
-    try:
-        return handle_move(hub, conn, frame, now)
-    except Exception:
-        logs.failure("handler_failed", conn=conn.conn_id, message=m.MoveRequest.TAG)
-        hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
-        return True
 
 
 #: Messages that end a player's part are never dropped for lack of credit:
@@ -326,46 +250,90 @@ def _fast_move(hub: Hub, conn: Connection, frame: bytes | str, now: int) -> bool
 _ALWAYS_HANDLED: Final = (m.Resign, m.Leave)
 
 
-def _on_frame(
-    hub: Hub, conn: Connection, frame: bytes | str, settings: Settings
-) -> CloseCode | None:
-    """Handle one data frame; returns the close code when the connection must go."""
-    now = conn.last_seen_ms = hub.now_ms()
-    limited = not conn.bucket.spend(now)
-    if not limited and _fast_move(hub, conn, frame, now):
+@dataclass(eq=False, slots=True)
+class _Reader:
+    """What one connection's frames mean: its credit, its bad frames, and the hub's answer."""
+
+    hub: Hub
+    conn: Connection
+    bucket: CreditBucket
+    settings: Settings
+    bad_frames: int = 0
+
+    def deadline(self) -> tuple[float, CloseCode] | None:
+        """Before ``hello`` and outside a room a silent connection is closed."""
+        session = self.hub.lobby.session_of(self.conn)
+        if session is None:
+            return self.settings.hello_timeout_s, CloseCode.HELLO_TIMEOUT
+        if session.room is None:
+            return self.settings.idle_timeout_s, CloseCode.IDLE_TIMEOUT
+        # In a room, a quiet spectator is normal: the heartbeat finds dead sockets.
         return None
-    if limited and conn.bucket.is_abusive(settings.abuse_strikes):
-        hub.error(conn, ErrorCode.RATE_LIMITED)
-        logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
-        return CloseCode.POLICY_VIOLATION
-    try:
-        message = codec.decode(frame, conn.encoding)
-    except ProtocolError as exc:
-        if limited:
-            hub.error(conn, ErrorCode.RATE_LIMITED)
+
+    def on_direct(self, frame: bytes | str) -> bool:
+        """A move straight from aiohttp's parser (:mod:`server.transport.direct`); False queues it.
+
+        Only what :meth:`on_frame` would answer on the fast path is taken here, so
+        replies are the same either way.  A frame without credit is queued without
+        spending, and :meth:`on_frame` then refuses it and counts the strike.
+        """
+        conn = self.conn
+        if conn.closed:
+            return False
+        now = self.hub.now_ms()
+        if not self.bucket.has_credit(now) or not self._fast_move(frame, now):
+            return False
+        self.bucket.spend(now)
+        conn.last_seen_ms = now
+        return True
+
+    def _fast_move(self, frame: bytes | str, now: int) -> bool:
+        """:meth:`Hub.fast_move` for a msgpack frame; True when it answered (a failure included)."""
+        if type(frame) is not bytes or self.conn.encoding is not codec.Encoding.MSGPACK:
+            return False
+        try:
+            return self.hub.fast_move(self.conn, frame, now)
+        except Exception:
+            logs.failure("handler_failed", conn=self.conn.conn_id, message=m.MoveRequest.TAG)
+            self.hub.error(self.conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
+            return True
+
+    def on_frame(self, frame: bytes | str) -> CloseCode | None:
+        """Handle one data frame; returns the close code when the connection must go."""
+        hub, conn = self.hub, self.conn
+        now = conn.last_seen_ms = hub.now_ms()
+        limited = not self.bucket.spend(now)
+        if not limited and self._fast_move(frame, now):
             return None
-        return _bad_frame(hub, conn, exc, settings)
-    if limited and not isinstance(message, _ALWAYS_HANDLED):
-        seq = message.seq if isinstance(message, m.MoveRequest) else None
-        hub.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG, seq=seq)
+        if limited and self.bucket.is_abusive(self.settings.abuse_strikes):
+            hub.error(conn, ErrorCode.RATE_LIMITED)
+            logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
+            return CloseCode.POLICY_VIOLATION
+        try:
+            message = codec.decode(frame, conn.encoding)
+        except ProtocolError as exc:
+            if limited:
+                hub.error(conn, ErrorCode.RATE_LIMITED)
+                return None
+            return self._bad_frame(exc)
+        if limited and not isinstance(message, _ALWAYS_HANDLED):
+            seq = message.seq if isinstance(message, m.MoveRequest) else None
+            hub.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG, seq=seq)
+            return None
+        try:
+            hub.handle(conn, message)
+        except Exception:
+            # Nothing a client sends may take the server down: report and carry on.
+            logs.failure("handler_failed", conn=conn.conn_id, message=message.TAG)
+            hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=message.TAG)
         return None
-    try:
-        hub.handle(conn, message)
-    except Exception:
-        # Nothing a client sends may take the server down: report and carry on.
-        logs.failure("handler_failed", conn=conn.conn_id, message=message.TAG)
-        hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=message.TAG)
-    return None
 
-
-def _bad_frame(
-    hub: Hub, conn: Connection, exc: ProtocolError, settings: Settings
-) -> CloseCode | None:
-    conn.bad_frames += 1
-    hub.error(conn, exc.code, exc.message, ref=exc.tag, seq=exc.seq)
-    if exc.code is ErrorCode.UNSUPPORTED_VERSION:
-        return CloseCode.UNSUPPORTED_VERSION
-    if conn.bad_frames >= settings.bad_frame_limit:
-        logs.event("too_many_bad_frames", conn=conn.conn_id, address=conn.address)
-        return CloseCode.TOO_MANY_ERRORS
-    return None
+    def _bad_frame(self, exc: ProtocolError) -> CloseCode | None:
+        self.bad_frames += 1
+        self.hub.error(self.conn, exc.code, exc.message, ref=exc.tag, seq=exc.seq)
+        if exc.code is ErrorCode.UNSUPPORTED_VERSION:
+            return CloseCode.UNSUPPORTED_VERSION
+        if self.bad_frames >= self.settings.bad_frame_limit:
+            logs.event("too_many_bad_frames", conn=self.conn.conn_id, address=self.conn.address)
+            return CloseCode.TOO_MANY_ERRORS
+        return None

@@ -1,11 +1,15 @@
-"""The hub: the thin I/O shell around the pure rooms.
+"""The hub: the thin I/O shell around the pure lobby and rooms.
 
-It owns the sessions (who is who, with reconnect tokens), the rooms, their
-timers and spectator feeds, the deal process pool and the pending database
-writes.  A decoded client message is checked against the life-cycle table
-(:mod:`protocol.wire.lifecycle`), handed to its room, and the room's outputs are
-carried out here: frames encoded once per encoding and sent to many, timers
-set on the event loop, deals computed in worker processes, races stored.
+The decisions are the reducers': :mod:`server.race.lobby` (sessions, the
+room registry, the life-cycle check) and :mod:`server.race.room` (each
+room).  The hub carries out what they return: frames encoded once per
+encoding and sent to many, timers set on the event loop, deals computed in
+worker processes, races stored, logs and metrics.  It holds each
+connection's credit bucket and the write batch its connections share.
+
+A racing player's plain msgpack ``move`` skips the general path
+(:meth:`Hub.fast_move`): the general path's full decode, output list and
+schema-walking encoder cost several times the move itself.
 """
 
 from __future__ import annotations
@@ -16,56 +20,56 @@ import contextlib
 import itertools
 import logging
 import time
-from collections import Counter, deque
-from collections.abc import Coroutine, Iterable
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from aiohttp import web
-
 from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
 from protocol.rules.game import Rules
-from protocol.wire import codec, lifecycle
+from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
+from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
+from protocol.wire.lifecycle import move_allowed
 from server import ids, logs
 from server.config import Settings
 from server.metrics import Metrics
+from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,
     DealRequest,
     Detach,
+    InRoom,
+    LobbyOutput,
     Output,
     RaceBegan,
     RaceEnded,
+    Replace,
+    Reply,
+    Retune,
+    RoomOpened,
     SaveRace,
     Send,
     SetTimer,
+    Snapshot,
     ToPlayers,
     ToSpectators,
 )
 from server.race.ratelimit import CreditBucket
 from server.race.records import RaceRecord
 from server.race.room import Room
-from server.race.room_types import Fresh, Identity, RoomTimings
+from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
 from server.storage.store import RaceStore
-from server.transport.connection import BATCH, Connection, Frame, Transport
+from server.transport.connection import Connection, Frame
+from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
 
-SERVER_VERSION: Final = "tripeaks-race 0.1.0"
 _FEED_TIMER: Final = "__feed__"
-
-
-@dataclass(eq=False, slots=True)
-class Session:
-    """A player's identity across connections (reclaimed with the token)."""
-
-    identity: Identity
-    token: str
-    conn: Connection | None = None
-    room: str | None = None
+_MOVE_TAG: Final = m.MoveRequest.TAG
+_SAMPLE: Final = Metrics.MOVE_SAMPLE
+_PLAYER: Final = m.Role.PLAYER
 
 
 @dataclass(eq=False, slots=True)
@@ -77,8 +81,23 @@ class RoomHandle:
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
 
+def _fresh() -> Fresh:
+    return Fresh(ids.seed(), ids.race_id())
+
+
+#: Client messages that are plain room calls: (room, sender, message, now) -> outputs.
+_ROOM_CALLS: Final[dict[type[Any], Callable[[Room, str, Any, int], list[Output]]]] = {
+    m.Leave: lambda room, pid, msg, now: room.leave(pid, now),
+    m.Ready: lambda room, pid, msg, now: room.set_ready(pid, msg.ready),
+    m.Start: lambda room, pid, msg, now: room.start(pid, now, _fresh()),
+    m.Kick: lambda room, pid, msg, now: room.kick(pid, msg.player_id, now),
+    m.Resign: lambda room, pid, msg, now: room.resign(pid, now),
+    m.Rematch: lambda room, pid, msg, now: room.rematch(pid, now, _fresh()),
+}
+
+
 class Hub:
-    """Every room and session of one server."""
+    """Every room and connection of one server."""
 
     def __init__(
         self,
@@ -89,28 +108,35 @@ class Hub:
         self.settings = settings
         self.store = store
         self.executor = executor
-        self.rooms: dict[str, RoomHandle] = {}
-        self.sessions: dict[str, Session] = {}  # by token
-        self.by_player: dict[str, Session] = {}
-        self.connections: set[Connection] = set()
-        self.closing = False
-        self.metrics = Metrics(lambda: len(self.connections), self.rooms_by_state)
         self.timings = RoomTimings(
             reconnect_grace_ms=int(settings.reconnect_grace_s * 1000),
             empty_grace_ms=int(settings.empty_room_grace_s * 1000),
             progress_interval_ms=max(1, int(1000 / settings.progress_hz)),
             max_race_ms=int(settings.max_race_s * 1000),
         )
+        limits = Limits(settings.rooms_per_connection, settings.max_rooms)
+        self.lobby: Lobby[Connection] = Lobby(limits, self.timings)
+        self.handles: dict[str, RoomHandle] = {}
+        #: Open connections, each with its credit bucket.
+        self.connections: dict[Connection, CreditBucket] = {}
+        #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
+        self.batch = WriteBatch()
+        self.closing = False
+        self.metrics = Metrics(lambda: len(self.connections), self.lobby.rooms_by_state)
+        self.move_count = 0  # moves handled, for sampled timing
+        self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
         self._saves: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
-        self.move_count = 0  # moves handled, for sampled timing
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._preparing: set[tuple[Rules, Difficulty]] = set()
         loop = asyncio.get_running_loop()
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
+        self._calls = self._message_table()
+        self._room_outputs = self._room_output_table()
+        self._lobby_outputs = self._lobby_output_table()
 
     def start(self) -> None:
         """Warm up: fill the deal queue for the default rules; start the heartbeat."""
@@ -123,15 +149,19 @@ class Hub:
         """Unix time in ms, driven by the loop's monotonic clock."""
         return int(self._loop.time() * 1000 + self._clock_offset_ms)
 
-    def rooms_by_state(self) -> dict[str, int]:
-        counts = Counter(handle.room.phase.value for handle in self.rooms.values())
-        return {phase.value: counts.get(phase.value, 0) for phase in m.Phase}
+    @property
+    def rooms(self) -> Mapping[str, Room]:
+        """The open rooms by code."""
+        return self.lobby.rooms
+
+    @property
+    def sessions(self) -> Mapping[str, Session[Connection]]:
+        """The sessions by reconnect token."""
+        return self.lobby.sessions
 
     def public_rooms(self) -> list[m.RoomSummary]:
         """Public rooms, newest first (at most 100)."""
-        rooms = [h.room for h in self.rooms.values() if h.room.options.public]
-        rooms.sort(key=lambda room: room.created_ms, reverse=True)
-        return [room.summary() for room in rooms[:100]]
+        return self.lobby.public_rooms()
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` in the background; shutdown cancels whatever is left."""
@@ -141,6 +171,7 @@ class Hub:
 
     # ---- sending ---------------------------------------------------------------
     def reply(self, conn: Connection, message: m.ServerMessage) -> None:
+        """Send ``message`` to ``conn``."""
         conn.send(codec.encode(message, conn.encoding))
         self.metrics.hot.frames_sent += 1
 
@@ -155,8 +186,7 @@ class Hub:
     ) -> None:
         """Send an ``error`` reply and count it."""
         self.metrics.protocol_errors.labels(code=str(int(code))).inc()
-        text = _printable(detail or ERROR_TEXT.get(code, "error"))[:200] or "error"
-        self.reply(conn, m.Error(int(code), text, ref[:32] if ref else None, seq))
+        self.reply(conn, codec.error_reply(ProtocolError(code, detail, tag=ref, seq=seq)))
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
         """Send one message to many: encoded at most once per encoding."""
@@ -173,46 +203,87 @@ class Hub:
     def _conns(self, player_ids: Iterable[str]) -> list[Connection]:
         found = []
         for pid in player_ids:
-            session = self.by_player.get(pid)
-            if session is not None and session.conn is not None and not session.conn.closed:
-                found.append(session.conn)
+            conn = self.lobby.conn_of(pid)
+            if conn is not None and not conn.closed:
+                found.append(conn)
         return found
 
-    # ---- outputs of the rooms -------------------------------------------------
+    # ---- the lobby's outputs ------------------------------------------------------
+    def _lobby_output_table(self) -> dict[type[Any], Callable[[Connection | None, Any], None]]:
+        return {
+            Reply: self._reply,
+            Replace: self._replace,
+            Retune: self._retune,
+            RoomOpened: self._room_opened,
+            InRoom: self._in_room,
+        }
+
+    def apply(self, conn: Connection | None, outputs: Iterable[LobbyOutput[Connection]]) -> None:
+        """Carry out the lobby's outputs, in order (``conn``: the connection that asked)."""
+        table = self._lobby_outputs
+        for out in outputs:
+            table[type(out)](conn, out)
+
+    def _reply(self, conn: Connection | None, out: Reply) -> None:
+        assert conn is not None, "a reply answers a connection"
+        self.reply(conn, out.message)
+
+    def _replace(self, _conn: Connection | None, out: Replace[Connection]) -> None:
+        self.connections.pop(out.conn, None)
+        self.spawn(out.conn.close(CloseCode.REPLACED))
+
+    def _retune(self, _conn: Connection | None, out: Retune[Connection]) -> None:
+        bucket = self.connections.get(out.conn)
+        if bucket is None:
+            return
+        if out.role is m.Role.SPECTATOR:
+            bucket.retune(self.settings.spectator_rate, self.settings.spectator_burst)
+        else:
+            bucket.retune(self.settings.player_rate, self.settings.player_burst)
+
+    def _room_opened(self, _conn: Connection | None, out: RoomOpened) -> None:
+        room = self.lobby.rooms[out.code]
+        feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(room.options.spectator_delay_s * 1000)
+        self.handles[out.code] = RoomHandle(room, feed)
+        logs.event("room_created", room=out.code, host=out.host, public=out.public)
+
+    def _in_room(self, _conn: Connection | None, out: InRoom) -> None:
+        handle = self.handles.get(out.code)
+        if handle is not None:
+            self.run(handle, out.outputs)
+
+    # ---- the rooms' outputs -------------------------------------------------------
+    def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
+        return {
+            Send: self._send,
+            ToPlayers: self._to_players,
+            ToSpectators: self._to_spectators,
+            SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
+            CancelTimer: self._cancel_timer,
+            DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
+            SaveRace: lambda handle, out: self._save(out.record),
+            Detach: lambda handle, out: self.apply(
+                None, self.lobby.detach(handle.room.code, out.player_id)
+            ),
+            RaceBegan: self._race_began,
+            RaceEnded: self._race_ended,
+            CloseRoom: lambda handle, out: self._forget_room(handle),
+            Snapshot: self._snapshot,
+        }
+
     def run(self, handle: RoomHandle, outputs: Iterable[Output]) -> None:
         """Carry out a room's outputs, in order."""
-        room = handle.room
+        table = self._room_outputs
         for out in outputs:
-            if isinstance(out, Send):
-                conns = self._conns((out.player_id,))
-                if conns:
-                    self.reply(conns[0], out.message)
-            elif isinstance(out, ToPlayers):
-                self.broadcast(self._conns(room.connected_players()), out.message)
-            elif isinstance(out, ToSpectators):
-                self._to_spectators(handle, out)
-            elif isinstance(out, SetTimer):
-                self._set_timer(handle, out.name, out.at_ms)
-            elif isinstance(out, CancelTimer):
-                timer = handle.timers.pop(out.name, None)
-                if timer is not None:
-                    timer.cancel()
-            elif isinstance(out, DealRequest):
-                self.spawn(self._deal(handle, out))
-            elif isinstance(out, SaveRace):
-                self._save(out.record)
-            elif isinstance(out, Detach):
-                self._detach(room, out.player_id)
-            elif isinstance(out, RaceBegan):
-                self.metrics.races_started.inc()
-                logs.event("race_started", room=room.code, race_id=out.race_id, players=out.players)
-            elif isinstance(out, RaceEnded):
-                self.metrics.races_finished.inc()
-                logs.event(
-                    "race_ended", room=room.code, race_id=out.race_id, ended_by=out.ended_by.value
-                )
-            elif isinstance(out, CloseRoom):
-                self._forget_room(handle)
+            table[type(out)](handle, out)
+
+    def _send(self, _handle: RoomHandle, out: Send) -> None:
+        conns = self._conns((out.player_id,))
+        if conns:
+            self.reply(conns[0], out.message)
+
+    def _to_players(self, handle: RoomHandle, out: ToPlayers) -> None:
+        self.broadcast(self._conns(handle.room.connected_players()), out.message)
 
     def _to_spectators(self, handle: RoomHandle, out: ToSpectators) -> None:
         room = handle.room
@@ -224,6 +295,20 @@ class Hub:
         handle.feed.push(now, out.message, out.key, new_race=out.new_race)
         self._release_feed(handle, now)
 
+    def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
+        for conn in self._conns((out.player_id,)):
+            for message in handle.feed.snapshot():
+                self.reply(conn, message)
+
+    def _race_began(self, handle: RoomHandle, out: RaceBegan) -> None:
+        self.metrics.races_started.inc()
+        logs.event("race_started", room=handle.room.code, race_id=out.race_id, players=out.players)
+
+    def _race_ended(self, handle: RoomHandle, out: RaceEnded) -> None:
+        self.metrics.races_finished.inc()
+        code, race_id = handle.room.code, out.race_id
+        logs.event("race_ended", room=code, race_id=race_id, ended_by=out.ended_by.value)
+
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
         for message in handle.feed.due(now):
             if handle.room.spectators:
@@ -233,13 +318,16 @@ class Hub:
             self._set_timer(handle, _FEED_TIMER, due)
 
     def _set_timer(self, handle: RoomHandle, name: str, at_ms: int) -> None:
-        old = handle.timers.pop(name, None)
-        if old is not None:
-            old.cancel()
+        self._cancel_timer(handle, CancelTimer(name))
         if self.closing:
             return  # shutting down: nothing may fire after the rooms were wound up
         when = (at_ms - self._clock_offset_ms) / 1000
         handle.timers[name] = self._loop.call_at(when, self._fire, handle, name)
+
+    def _cancel_timer(self, handle: RoomHandle, out: CancelTimer) -> None:
+        timer = handle.timers.pop(out.name, None)
+        if timer is not None:
+            timer.cancel()
 
     def _fire(self, handle: RoomHandle, name: str) -> None:
         handle.timers.pop(name, None)
@@ -247,7 +335,7 @@ class Hub:
             return
         now = self.now_ms()
         try:
-            with BATCH:
+            with self.batch:
                 if name == _FEED_TIMER:
                     self._release_feed(handle, now)
                 else:
@@ -255,28 +343,13 @@ class Hub:
         except Exception:
             logs.failure("timer_failed", room=handle.room.code, timer=name)
 
-    def _detach(self, room: Room, player_id: str) -> None:
-        session = self.by_player.get(player_id)
-        if session is None or session.room != room.code:
-            return
-        session.room = None
-        conn = session.conn
-        if conn is not None:
-            conn.bucket.retune(self.settings.player_rate, self.settings.player_burst)
-        else:
-            self._forget_session(session)
-
     def _forget_room(self, handle: RoomHandle) -> None:
         for timer in handle.timers.values():
             timer.cancel()
         handle.timers.clear()
-        self.rooms.pop(handle.room.code, None)
+        self.handles.pop(handle.room.code, None)
+        self.lobby.forget_room(handle.room.code)
         logs.event("room_closed", room=handle.room.code)
-
-    def _forget_session(self, session: Session) -> None:
-        self.sessions.pop(session.token, None)
-        if self.by_player.get(session.identity.player_id) is session:
-            del self.by_player[session.identity.player_id]
 
     # ---- dealing -----------------------------------------------------------------
     async def _deal(self, handle: RoomHandle, request: DealRequest) -> None:
@@ -294,7 +367,7 @@ class Hub:
         except Exception as exc:
             logs.event("deal_failed", level=logging.WARNING, room=handle.room.code, reason=str(exc))
             if not handle.room.closed:
-                reason = _printable(f"cannot deal: {exc}")
+                reason = codec.printable_line(f"cannot deal: {exc}")
                 self.run(handle, handle.room.deal_failed(request.ticket, reason))
             return
         self.metrics.deal_seconds.observe(time.perf_counter() - started)
@@ -345,53 +418,84 @@ class Hub:
             await asyncio.wait(list(self._saves), timeout=timeout)
 
     # ---- connections -----------------------------------------------------------
-    def new_connection(
-        self,
-        ws: web.WebSocketResponse,
-        encoding: codec.Encoding,
-        address: str,
-        transport: Transport | None = None,
-    ) -> Connection:
-        """Register a freshly opened WebSocket (``transport``: its socket, for direct writes)."""
-        bucket = CreditBucket.full(
-            self.settings.player_rate, self.settings.player_burst, self.now_ms()
-        )
-        conn = Connection(ws, encoding, address, bucket, next(self._conn_ids))
-        conn.transport = transport
-        conn.last_seen_ms = self.now_ms()
-        self.connections.add(conn)
+    def next_conn_id(self) -> int:
+        """A fresh connection id (for the logs)."""
+        return next(self._conn_ids)
+
+    def connect(self, conn: Connection) -> CreditBucket:
+        """Register a freshly opened connection; its credit bucket."""
+        now = self.now_ms()
+        bucket = CreditBucket.full(self.settings.player_rate, self.settings.player_burst, now)
+        conn.last_seen_ms = now
+        self.connections[conn] = bucket
         self.metrics.connections_opened.inc()
-        return conn
+        return bucket
 
     def connection_lost(self, conn: Connection) -> None:
-        """The socket is gone: keep the seat for the grace period."""
-        conn.closed = True
-        self.connections.discard(conn)
-        session = conn.session
-        if session is None or session.conn is not conn:
-            return
-        session.conn = None
-        if session.room is None:
-            self._forget_session(session)
-            return
-        handle = self.rooms.get(session.room)
+        """The socket is gone: its player keeps the seat for the grace period."""
+        self.connections.pop(conn, None)
+        self.apply(conn, self.lobby.connection_lost(conn, self.now_ms()))
+
+    # ---- the move fast path ----------------------------------------------------------
+    def fast_move(self, conn: Connection, frame: bytes, now_ms: int) -> bool:
+        """Answer ``frame`` if it is a plain msgpack move from a racing player; False to take
+        the general path.
+
+        A frame that :func:`protocol.wire.codec.parse_move` accepts, from a member
+        the life-cycle table lets move, goes straight to :meth:`Room.answer_move`,
+        whose answer comes ready to send.  Every check still happens (the engine's,
+        the sequence number's), and anything else goes the general way, so replies
+        and error codes are those of the general path (``tests/server/test_fastpath.py``
+        compares them).  The caller has spent the frame's credit and checked the
+        connection speaks msgpack.
+        """
+        session = self._by_conn.get(conn)
+        if session is None or session.room is None or self.closing:
+            return False
+        handle = self.handles.get(session.room)
         if handle is None:
-            self._forget_session(session)
-            return
-        self.run(handle, handle.room.disconnect(session.identity.player_id, self.now_ms()))
+            return False
+        room = handle.room
+        pid = session.identity.player_id
+        # Only a seated member may move; anyone else takes the general path, which
+        # names the refusal.
+        if not move_allowed(room.phase, _PLAYER if pid in room.seats else None):
+            return False
+        move = codec.parse_move(frame)
+        if move is None:
+            return False
+        seq, action, position = move
+        started = self._move_started()
+        try:
+            answer, reason, outputs = room.answer_move(pid, seq, action, position, now_ms)
+        except ProtocolError as exc:
+            self.error(conn, exc.code, exc.message, ref=_MOVE_TAG, seq=exc.seq or seq)
+            return True
+        conn.send(answer)
+        hot = self.metrics.hot
+        hot.frames_sent += 1
+        if reason is None:
+            hot.moves += 1
+        else:
+            hot.count_move(reason)
+        if outputs:
+            self.run(handle, outputs)
+        if started:
+            self._move_timed(started)
+        return True
+
+    def _move_started(self) -> float:
+        """Count a move; when it is one of the sampled ones, the time it started (else 0)."""
+        count = self.move_count = self.move_count + 1
+        return 0.0 if count % _SAMPLE else time.perf_counter()
+
+    def _move_timed(self, started: float) -> None:
+        self.metrics.move_seconds.observe(time.perf_counter() - started)
 
     # ---- messages ----------------------------------------------------------------
     def handle(self, conn: Connection, message: m.ClientMessage) -> None:
         """Check one decoded message against the life cycle and act on it."""
-        session = conn.session
-        handle = self.rooms.get(session.room) if session and session.room else None
-        room = handle.room if handle else None
-        pid = session.identity.player_id if session else ""
-        role = room.role_of(pid) if room else None
-        phase = room.phase if room and role else None
-        refusal = lifecycle.refusal(
-            message.TAG, session is not None, phase, role, room.is_host(pid) if room else False
-        )
+        refusal = self.lobby.refusal(conn, message.TAG)
         seq = message.seq if isinstance(message, m.MoveRequest) else None
         if refusal is not None:
             self.error(conn, refusal, ref=message.TAG, seq=seq)
@@ -399,158 +503,76 @@ class Hub:
         if self.closing and not isinstance(message, m.Ping):
             self.error(conn, ErrorCode.SHUTTING_DOWN, ref=message.TAG, seq=seq)
             return
+        call = self._calls.get(type(message), self._room_call)
         try:
-            self._dispatch(conn, message, handle)
+            call(conn, message, self.now_ms())
         except ProtocolError as exc:
             self.error(conn, exc.code, exc.message, ref=message.TAG, seq=exc.seq or seq)
 
-    def _dispatch(self, conn: Connection, msg: m.ClientMessage, handle: RoomHandle | None) -> None:
-        now = self.now_ms()
-        if isinstance(msg, m.Hello):
-            self._hello(conn, msg)
-            return
-        if isinstance(msg, m.Ping):
-            self.reply(conn, m.Pong(msg.client_time_ms, now))
-            return
-        if isinstance(msg, m.ListRooms):
-            self.reply(conn, m.RoomList(tuple(self.public_rooms())))
-            return
-        session = conn.session
-        assert session is not None
-        pid = session.identity.player_id
-        if isinstance(msg, m.CreateRoom):
-            self._create_room(conn, session, msg.options)
-        elif isinstance(msg, m.Join):
-            self._join(conn, session, msg)
-        elif handle is None:
-            raise ProtocolError(ErrorCode.NOT_IN_ROOM)
-        elif isinstance(msg, m.MoveRequest):
-            self.move_count += 1
-            timed = self.move_count % Metrics.MOVE_SAMPLE == 0
-            started = time.perf_counter() if timed else 0.0
-            outputs = handle.room.move(pid, msg, now)
-            self.run(handle, outputs)
-            self._count_move(outputs)
-            if timed:
-                self.metrics.move_seconds.observe(time.perf_counter() - started)
-        else:
-            self.run(handle, self._room_call(handle, pid, msg, now))
+    def _message_table(self) -> dict[type[Any], Callable[[Connection, Any, int], None]]:
+        lobby = self.lobby
+        return {
+            m.Hello: self._hello,
+            m.Ping: lambda conn, msg, now: self.reply(conn, m.Pong(msg.client_time_ms, now)),
+            m.ListRooms: lambda conn, msg, now: self.reply(
+                conn, m.RoomList(tuple(self.public_rooms()))
+            ),
+            m.CreateRoom: lambda conn, msg, now: self.apply(
+                conn, lobby.create_room(conn, msg.options, iter(ids.room_code, ""), now)
+            ),
+            m.Join: lambda conn, msg, now: self.apply(
+                conn, lobby.join(conn, msg, ids.normalize_room_code(msg.code), now)
+            ),
+            m.Sync: lambda conn, msg, now: self.apply(conn, lobby.sync(conn, now)),
+            m.MoveRequest: self._move,
+            m.UpdateOptions: self._update_options,
+        }
 
-    def _count_move(self, outputs: list[Output]) -> None:
+    def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
+        new = NewPlayer(ids.player_id(), ids.reconnect_token())
+        self.apply(conn, self.lobby.hello(conn, hello, new, now))
+        session = self.lobby.session_of(conn)
+        player = session.identity.player_id if session else new.player_id
+        resumed = player != new.player_id
+        logs.event("hello", conn=conn.conn_id, player=player, resumed=resumed, address=conn.address)
+
+    def _in_room_of(self, conn: Connection) -> tuple[RoomHandle, str]:
+        session = self.lobby.session_of(conn)
+        handle = self.handles.get(session.room) if session and session.room else None
+        if session is None or handle is None:
+            raise ProtocolError(ErrorCode.NOT_IN_ROOM)
+        return handle, session.identity.player_id
+
+    def _room_call(self, conn: Connection, msg: m.ClientMessage, now: int) -> None:
+        handle, pid = self._in_room_of(conn)
+        call = _ROOM_CALLS.get(type(msg))
+        if call is None:
+            raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW)
+        self.run(handle, call(handle.room, pid, msg, now))
+
+    def _update_options(self, conn: Connection, msg: m.UpdateOptions, now: int) -> None:
+        handle, pid = self._in_room_of(conn)
+        outputs = handle.room.update_options(pid, msg.options)
+        handle.feed.delay_ms = msg.options.spectator_delay_s * 1000
+        self.run(handle, outputs)
+
+    def _move(self, conn: Connection, msg: m.MoveRequest, now: int) -> None:
+        handle, pid = self._in_room_of(conn)
+        started = self._move_started()
+        outputs = handle.room.move(pid, msg, now)
+        self.run(handle, outputs)
         first = outputs[0] if outputs else None
         if isinstance(first, Send) and isinstance(first.message, m.MoveResult):
             self.metrics.hot.count_move(first.message.reason)
-
-    def _room_call(
-        self, handle: RoomHandle, pid: str, msg: m.ClientMessage, now: int
-    ) -> list[Output]:
-        room = handle.room
-        if isinstance(msg, m.Leave):
-            return room.leave(pid, now)
-        if isinstance(msg, m.Ready):
-            return room.set_ready(pid, msg.ready)
-        if isinstance(msg, m.Start):
-            return room.start(pid, now, Fresh(ids.seed(), ids.race_id()))
-        if isinstance(msg, m.Kick):
-            return room.kick(pid, msg.player_id, now)
-        if isinstance(msg, m.UpdateOptions):
-            outputs = room.update_options(pid, msg.options)
-            handle.feed.delay_ms = msg.options.spectator_delay_s * 1000
-            return outputs
-        if isinstance(msg, m.Resign):
-            return room.resign(pid, now)
-        if isinstance(msg, m.Rematch):
-            return room.rematch(pid, now, Fresh(ids.seed(), ids.race_id()))
-        if isinstance(msg, m.Sync):
-            return self._sync(handle, pid, now)
-        raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW)
-
-    def _sync(self, handle: RoomHandle, pid: str, now: int) -> list[Output]:
-        room = handle.room
-        if pid in room.spectators:
-            conns = self._conns((pid,))
-            if conns:
-                self.reply(conns[0], room.state(m.Role.SPECTATOR))
-                for message in handle.feed.snapshot():
-                    self.reply(conns[0], message)
-            return []
-        return [Send(pid, room.state(m.Role.PLAYER)), Send(pid, room.resync(pid, now))]
-
-    def _hello(self, conn: Connection, hello: m.Hello) -> None:
-        session = self.sessions.get(hello.token) if hello.token else None
-        resumed = session is not None
-        if session is None:
-            identity = Identity(ids.player_id(), hello.name, hello.bot)
-            session = Session(identity, ids.reconnect_token())
-            self.sessions[session.token] = session
-            self.by_player[identity.player_id] = session
-        elif session.conn is not None and session.conn is not conn:
-            old = session.conn
-            old.session = None
-            self.connections.discard(old)
-            self.spawn(old.close(CloseCode.REPLACED))
-        session.conn = conn
-        conn.session = session
-        who = session.identity
-        self.reply(
-            conn,
-            m.Welcome(
-                who.player_id, who.name, session.token, resumed, m.PROTOCOL_VERSION, SERVER_VERSION
-            ),
-        )
-        logs.event(
-            "hello", conn=conn.conn_id, player=who.player_id, resumed=resumed, address=conn.address
-        )
-        handle = self.rooms.get(session.room) if session.room else None
-        if handle is None:
-            session.room = None
-            return
-        room = handle.room
-        if who.player_id in room.seats:
-            self.run(handle, room.reconnect(who.player_id, self.now_ms()))
-        else:
-            session.room = None
-
-    def _create_room(self, conn: Connection, session: Session, options: m.RoomOptions) -> None:
-        if conn.rooms_created >= self.settings.rooms_per_connection:
-            raise ProtocolError(ErrorCode.TOO_MANY_ROOMS)
-        if len(self.rooms) >= self.settings.max_rooms:
-            raise ProtocolError(ErrorCode.SERVER_BUSY, "too many rooms are open; try again later")
-        if options.practice_seed is not None and not options.practice_seed.isprintable():
-            raise ProtocolError(ErrorCode.BAD_SEED)
-        code = ids.room_code(self.rooms)
-        now = self.now_ms()
-        room = Room(code, options, session.identity, now, self.timings)
-        handle = RoomHandle(room, SpectatorFeed(options.spectator_delay_s * 1000))
-        self.rooms[code] = handle
-        conn.rooms_created += 1
-        session.room = code
-        logs.event(
-            "room_created", room=code, host=session.identity.player_id, public=options.public
-        )
-        room.version += 1
-        self.reply(conn, room.state(m.Role.PLAYER))
-
-    def _join(self, conn: Connection, session: Session, join: m.Join) -> None:
-        code = ids.normalize_room_code(join.code)
-        handle = self.rooms.get(code)
-        if handle is None or handle.room.closed:
-            raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room has the code {join.code!r}")
-        outputs = handle.room.join(session.identity, join.role, self.now_ms())
-        session.room = code
-        if join.role is m.Role.SPECTATOR:
-            conn.bucket.retune(self.settings.spectator_rate, self.settings.spectator_burst)
-        self.run(handle, outputs)
-        if join.role is m.Role.SPECTATOR:
-            for message in handle.feed.snapshot():
-                self.reply(conn, message)
+        if started:
+            self._move_timed(started)
 
     # ---- shutdown ------------------------------------------------------------------
     async def shutdown(self) -> None:
         """Stop: end running races (stored as they stand), tell everyone, close, flush."""
         self.closing = True
         now = self.now_ms()
-        for handle in list(self.rooms.values()):
+        for handle in list(self.handles.values()):
             try:
                 self.run(handle, handle.room.abort(now))
             except Exception:
@@ -570,8 +592,3 @@ class Hub:
         with contextlib.suppress(Exception):
             await asyncio.gather(*self._tasks, return_exceptions=True)
         logs.event("hub_stopped", rooms=len(self.rooms))
-
-
-def _printable(text: str) -> str:
-    """``text`` on one printable line (the wire refuses control characters)."""
-    return "".join(ch if ch.isprintable() else " " for ch in text).strip()

@@ -395,9 +395,16 @@ def _build(wire: dict[str, Any], registry: dict[str, Any]) -> Any:
 
 
 def error_reply(err: ProtocolError) -> m.Error:
-    """The ``error`` message that answers a frame refused with ``err``."""
-    text = "".join(ch if ch.isprintable() else "?" for ch in err.message)[:200]
-    return m.Error(code=int(err.code), message=text or "error", ref=err.tag, seq=err.seq)
+    """The ``error`` message that answers ``err``: its message on one printable line of
+    at most 200 characters, and its tag (``ref``) cut to 32."""
+    text = printable_line(err.message)[:200]
+    ref = err.tag[:32] if err.tag else None
+    return m.Error(code=int(err.code), message=text or "error", ref=ref, seq=err.seq)
+
+
+def printable_line(text: str) -> str:
+    """``text`` on one printable line (the wire refuses control characters)."""
+    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
 
 
 # ---- cross-field rules ------------------------------------------------------

@@ -75,3 +75,12 @@ def refusal(
     if tag in HOST_ONLY and not is_host:
         return ErrorCode.NOT_HOST
     return None
+
+
+#: The rows of :data:`ALLOWED` where ``move`` is allowed (``move`` is for any member of such a row).
+_MOVE_ROWS: Final = frozenset(row for row, tags in ALLOWED.items() if "move" in tags)
+
+
+def move_allowed(phase: Phase, role: Role | None) -> bool:
+    """``refusal("move", True, phase, role) is None``, precomputed (the move fast path)."""
+    return (phase, role) in _MOVE_ROWS

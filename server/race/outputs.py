@@ -1,17 +1,25 @@
-"""What a room asks its shell to do: the outputs of :mod:`server.race.room`.
+"""What a room or the lobby asks its shell to do: the outputs of :mod:`server.race.room`
+and :mod:`server.race.lobby`.
 
 Plain frozen dataclasses; the shell (:mod:`server.hub`) carries them out in
-order.  Nothing here does any I/O.
+order.  Nothing here does any I/O.  A room's outputs (:data:`Output`) concern
+that room; the lobby's (:data:`LobbyOutput`) concern the connection that
+asked, and carry a room's outputs in :class:`InRoom`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from protocol.deals.dealer import Difficulty
 from protocol.rules.game import Rules
-from protocol.wire.messages import LeftReason, RaceEnd, ServerMessage
+from protocol.wire.messages import LeftReason, RaceEnd, Role, ServerMessage
 from server.race.records import RaceRecord
+
+#: A connection, as the lobby knows it: an opaque key the shell chose.
+C = TypeVar("C")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,13 @@ class CloseRoom:
     """The room is gone: forget it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Send this spectator what the spectator feed has released so far."""
+
+    player_id: str
+
+
 Output = (
     Send
     | ToPlayers
@@ -111,4 +126,48 @@ Output = (
     | RaceBegan
     | RaceEnded
     | CloseRoom
+    | Snapshot
 )
+
+
+# ---- the lobby's outputs --------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Send ``message`` to the connection that asked."""
+
+    message: ServerMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Replace(Generic[C]):
+    """Close ``conn``: a newer connection took over its session."""
+
+    conn: C
+
+
+@dataclass(frozen=True, slots=True)
+class Retune(Generic[C]):
+    """Give ``conn`` the rate limit of ``role``."""
+
+    conn: C
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class RoomOpened:
+    """Room ``code`` was created by ``host`` (the shell sets up its timers and feed)."""
+
+    code: str
+    host: str
+    public: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InRoom:
+    """Carry out room ``code``'s ``outputs``."""
+
+    code: str
+    outputs: Sequence[Output]
+
+
+LobbyOutput = Reply | Replace[C] | Retune[C] | RoomOpened | InRoom

@@ -1,88 +1,40 @@
-"""One WebSocket connection: its encoding, its budget, and an ordered outbox.
+"""One WebSocket connection: its encoding, an ordered outbox, and its read loop.
 
 A frame is written to the socket at once when nothing is waiting before it
-and the socket takes data (:func:`frame_header`: aiohttp's writer has no
-synchronous call, and awaiting one per frame costs more than the frame).
+and the socket takes data (hand-framed, :mod:`server.transport.framing`).
 Otherwise it is queued and written by a short-lived task that waits for the
 socket, so a broadcast never waits on one slow reader and frames keep their
 order.  A reader that falls :data:`MAX_OUTBOX` frames behind is disconnected.
+
+The connection knows nothing of players or rooms: :meth:`Connection.serve`
+hands each data frame to a :class:`Reader` (the server's side of the
+connection) and carries out what it answers.  Everything of aiohttp's that
+the server uses for a WebSocket is touched here and in the other modules of
+:mod:`server.transport`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
-from aiohttp import web
+from aiohttp import WSMessage, WSMsgType, web
 
 from protocol.wire.codec import Encoding, encode
 from protocol.wire.errors import CLOSE_TEXT, CloseCode
 from protocol.wire.messages import Closing
-from server.race.ratelimit import CreditBucket
-
-if TYPE_CHECKING:
-    from server.hub import Session
+from server import logs
+from server.transport.direct import DirectResponse, FrameHook
+from server.transport.framing import OP_BINARY, OP_PING, OP_TEXT, WriteBatch, frame_header
 
 #: Frames a connection may have waiting before it counts as dead.
 MAX_OUTBOX: Final = 2000
 
 Frame = bytes | str
-
-_OP_TEXT: Final = 0x1
-_OP_BINARY: Final = 0x2
-_OP_PING: Final = 0x9
-#: Frames up to this many bytes have their header ready-made (answers run 130-200 bytes).
-_TABLED: Final = 1024
-
-
-def _header(opcode: int, size: int) -> bytes:
-    if size < 126:
-        return bytes((0x80 | opcode, size))
-    if size < 1 << 16:
-        return struct.pack("!BBH", 0x80 | opcode, 126, size)
-    return struct.pack("!BBQ", 0x80 | opcode, 127, size)
-
-
-_HEADERS: Final = {
-    opcode: tuple(_header(opcode, n) for n in range(_TABLED))
-    for opcode in (_OP_TEXT, _OP_BINARY, _OP_PING)
-}
-
-
-def frame_header(opcode: int, size: int) -> bytes:
-    """The header of a final, unmasked, uncompressed server frame (RFC 6455, 5.2)."""
-    return _HEADERS[opcode][size] if size < _TABLED else _header(opcode, size)
-
-
-class WriteBatch:
-    """Inside ``with BATCH:``, frames for one socket are joined into one write at the end.
-
-    A progress flush sends a spectator five frames at once; one system call for
-    them all costs about as much as one for each.  Batches nest; the outermost
-    one writes.
-    """
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.staged: list[Connection] = []
-
-    def __enter__(self) -> None:
-        self.depth += 1
-
-    def __exit__(self, *_exc: object) -> None:
-        self.depth -= 1
-        if not self.depth:
-            staged, self.staged = self.staged, []
-            for conn in staged:
-                conn.write_staged()
-
-
-#: The batch of the process's event loop (one thread writes frames).
-BATCH: Final = WriteBatch()
 
 
 class Transport(Protocol):
@@ -97,31 +49,45 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
+class Reader(Protocol):
+    """The server's side of a connection: what each received frame means."""
+
+    def deadline(self) -> tuple[float, CloseCode] | None:
+        """How long to wait for the next frame, and the close code when none comes."""
+        ...
+
+    def on_frame(self, frame: Frame) -> CloseCode | None:
+        """Handle one data frame; the close code when the connection must go."""
+        ...
+
+    def on_direct(self, frame: Frame) -> bool:
+        """Handle a frame straight from the parser if it can be done at once (True)."""
+        ...
+
+
 @dataclass(eq=False, slots=True)
 class Connection:
-    """A connected WebSocket and what the server knows about it."""
+    """A connected WebSocket, as the transport sees it."""
 
     ws: web.WebSocketResponse
     encoding: Encoding
     address: str
-    bucket: CreditBucket
     conn_id: int
-    session: Session | None = None
-    bad_frames: int = 0
-    rooms_created: int = 0
+    #: The batch this connection's direct writes join (one per event loop, the hub's).
+    batch: WriteBatch
+    #: The socket, for writing frames directly (``None``: always through aiohttp).
+    transport: Transport | None = None
     closed: bool = False
     outbox: deque[Frame] = field(default_factory=deque)
     writer: asyncio.Task[Any] | None = None
     kick_pending: bool = False
     #: True while this connection's reader handles a frame; it writes what it queued.
     reading: bool = False
-    #: The socket, for writing frames directly (``None``: always through aiohttp).
-    transport: Transport | None = None
     #: Server time of the last frame received (any frame, pongs included), for the heartbeat.
     last_seen_ms: int = 0
     #: Server time of the heartbeat's unanswered ping, if one is out.
     pinged_ms: int | None = None
-    #: Framed bytes waiting for the end of the current :data:`BATCH`.
+    #: Framed bytes waiting for the end of the current batch.
     staged: list[bytes] = field(default_factory=list)
 
     def send(self, frame: Frame) -> None:
@@ -158,12 +124,13 @@ class Connection:
             return False
         if isinstance(frame, str):
             data = frame.encode()
-            opcode = _OP_TEXT
+            opcode = OP_TEXT
         else:
-            data, opcode = frame, _OP_BINARY
-        if BATCH.depth:
+            data, opcode = frame, OP_BINARY
+        batch = self.batch
+        if batch.depth:
             if not self.staged:
-                BATCH.staged.append(self)
+                batch.staged.append(self)
             self.staged += (frame_header(opcode, len(data)), data)
         else:
             transport.write(frame_header(opcode, len(data)) + data)
@@ -181,7 +148,7 @@ class Connection:
         self.pinged_ms = now_ms
         transport = self.transport
         if transport is not None and not self.ws.closed and not transport.is_closing():
-            transport.write(frame_header(_OP_PING, 0))  # control frames may jump the queue
+            transport.write(frame_header(OP_PING, 0))  # control frames may jump the queue
         elif not self.ws.closed:
             asyncio.get_running_loop().create_task(self._ping_later())
 
@@ -253,3 +220,61 @@ class Connection:
             await asyncio.wait_for(self.flush(), timeout=2.0)
         self.closed = True
         await self.ws.close(code=int(code), message=text.encode()[:120])
+
+    @property
+    def close_code(self) -> int | None:
+        """The WebSocket close code, once the socket is closed."""
+        return self.ws.close_code
+
+    async def serve(self, reader: Reader, clock: Callable[[], int]) -> None:
+        """Read frames until the socket closes, each handed to ``reader``; then closed."""
+        try:
+            await self._serve(reader, clock)
+        finally:
+            self.closed = True
+
+    async def _serve(self, reader: Reader, clock: Callable[[], int]) -> None:
+        ws = self.ws
+        direct = ws.direct if isinstance(ws, DirectResponse) else None
+        hook: FrameHook = reader.on_direct
+        while not ws.closed and not self.closed:
+            deadline = reader.deadline()
+            # Frames may skip the queue only while nothing can time out: the reader's
+            # direct frames never change the deadline, so the wait below stays right.
+            if direct is not None and deadline is None:
+                direct.hook = hook
+            try:
+                msg = await ws.receive(timeout=(deadline[0] or None) if deadline else None)
+            except TimeoutError:
+                await self.close(deadline[1] if deadline else CloseCode.IDLE_TIMEOUT)
+                return
+            finally:
+                if direct is not None:
+                    direct.hook = None
+            if not await self._received(msg, reader, clock):
+                return
+
+    async def _received(self, msg: WSMessage, reader: Reader, clock: Callable[[], int]) -> bool:
+        """Carry out one received message; False when the read loop must end."""
+        if msg.type is WSMsgType.BINARY or msg.type is WSMsgType.TEXT:
+            self.reading = True
+            try:
+                close_code = reader.on_frame(msg.data)
+            finally:
+                self.reading = False
+            if self.outbox:
+                await self.write_pending()
+            if close_code is not None:
+                await self.close(close_code)
+        elif msg.type is WSMsgType.PING:
+            self.last_seen_ms = clock()
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.ws.pong(msg.data)
+        elif msg.type is WSMsgType.PONG:
+            self.last_seen_ms = clock()
+        elif msg.type == WSMsgType.ERROR:
+            logs.event("socket_error", conn=self.conn_id, error=str(self.ws.exception()))
+            return False
+        else:  # CLOSE, CLOSING, CLOSED
+            return False
+        return True

@@ -1,6 +1,6 @@
 """The move fast path's micro-benchmark runs, and every recorded move takes the fast path.
 
-``bench.hotpath`` replays moves through ``server.fastmove.handle_move`` and
+``bench.hotpath`` replays moves through ``server.hub.Hub.fast_move`` and
 stops with an error when one of them falls back to the general path, so this
 quick run also catches a change that quietly sends moves the slow way.  It
 asserts nothing about speed.

@@ -4,7 +4,7 @@
 into the same move; ``Race.answer`` must build the very map the codec writes
 for the ``MoveResult`` the race returns; the server must answer odd move
 frames with the general path's error codes; and frames written straight to
-the socket (``server.transport.connection``) must reach a real client intact.
+the socket (``server.transport.framing``) must reach a real client intact.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from server.race.ratelimit import CreditBucket
 from server.race.records import MoveLogEntry
 from server.race.room import PROGRESS_TIMER, Room
 from server.race.room_types import Fresh, Identity, RoomTimings
-from server.transport.connection import Connection, Transport, frame_header
+from server.transport.connection import Connection, Transport
+from server.transport.framing import WriteBatch, frame_header
 from tests.serverutil import open_room, running_server
 
 DEALT = deal_for_seed("42", Rules())
@@ -247,8 +248,8 @@ async def test_frames_written_straight_to_the_socket_reach_a_real_client_intact(
     async def handler(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(compress=False)
         await ws.prepare(request)
-        conn = Connection(ws, codec.Encoding.MSGPACK, "x", CreditBucket.full(1, 1, 0), 1)
-        conn.transport = cast(Transport, request.transport)
+        transport = cast(Transport, request.transport)
+        conn = Connection(ws, codec.Encoding.MSGPACK, "x", 1, WriteBatch(), transport)
         for size in SIZES:
             conn.send(bytes([size % 251]) * size)
             conn.send("é" * (size // 2))

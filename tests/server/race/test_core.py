@@ -231,7 +231,7 @@ def test_room_codes_use_the_unambiguous_alphabet_and_typed_codes_are_normalized(
 
 PURE_MODULES = (
     "race/room", "race/race", "race/results", "race/outputs", "race/spectate", "race/ratelimit",
-    "transport/clientaddr",
+    "race/lobby", "transport/clientaddr",
 )
 FORBIDDEN = {"asyncio", "aiohttp", "websockets", "textual", "socket", "time", "random", "secrets"}
 

@@ -45,7 +45,8 @@ def move(seq: int, action: str = "draw") -> bytes:
 def server_side(hub: Hub, client: TestClient) -> Connection:
     (conn,) = [
         c for c in hub.connections
-        if c.session is not None and c.session.identity.player_id == client.player_id
+        if (session := hub.lobby.session_of(c)) is not None
+        and session.identity.player_id == client.player_id
     ]
     return conn
 
@@ -117,8 +118,8 @@ async def test_a_move_behind_a_queued_frame_waits_its_turn(tmp_path: Path) -> No
 async def test_a_move_without_credit_is_refused_and_counted_once(tmp_path: Path) -> None:
     settings = {"player_rate": 0.01, "player_burst": 12, "abuse_strikes": 100}
     async with racing(tmp_path, **settings) as (server, ann):
-        conn = server_side(server.hub, ann)
-        credit = int(conn.bucket.credits)
+        bucket = server.hub.connections[server_side(server.hub, ann)]
+        credit = int(bucket.credits)
         assert 0 < credit < 12
         write_raw(ann, b"".join(move(seq) for seq in range(1, credit + 4)))
         answers = await frames_until(ann, m.Error, 3)
@@ -126,7 +127,7 @@ async def test_a_move_without_credit_is_refused_and_counted_once(tmp_path: Path)
         refused = [a for a in answers if isinstance(a, m.Error)]
         assert [r.seq for r in results] == list(range(1, credit + 1))
         assert [e.code for e in refused] == [ErrorCode.RATE_LIMITED] * 3
-        assert conn.bucket.strikes == 3
+        assert bucket.strikes == 3
 
 
 async def test_bytes_sent_with_the_upgrade_request_reach_the_server(tmp_path: Path) -> None:

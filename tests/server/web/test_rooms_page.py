@@ -100,9 +100,9 @@ async def test_a_dropped_connection_is_retried_and_the_room_joined_again(
         watchers = [
             conn
             for conn in hub.connections
-            if conn.session is not None
-            and conn.session.room == code
-            and conn.session.identity.name == "web spectator"
+            if (session := hub.lobby.session_of(conn)) is not None
+            and session.room == code
+            and session.identity.name == "web spectator"
         ]
         assert len(watchers) == 1
         await watchers[0].close(CloseCode.IDLE_TIMEOUT)

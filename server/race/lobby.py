@@ -1,0 +1,233 @@
+"""The lobby: who is who, and which rooms exist, as a pure reducer.
+
+It holds the sessions (a player's identity and reconnect token, found by
+token, by player id and by connection) and the room registry, and decides
+what the hub used to decide itself: whether a ``hello`` resumes a session and
+which older connection it replaces, whether a room may be created (the
+limits) and under which code, which room a ``join`` names, who gets the
+spectator feed's snapshot, and what a lost connection or a player leaving a
+room means for the session.
+
+Like the rooms, it does no I/O and reads no clock or randomness: the time,
+fresh ids and candidate room codes come in as arguments, and every decision
+comes back as outputs (:mod:`server.race.outputs`) that the shell
+(:mod:`server.hub`) carries out.  Connections are opaque keys (``C``): the
+lobby only compares them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Generic
+
+from protocol.wire import lifecycle
+from protocol.wire import messages as m
+from protocol.wire.errors import ErrorCode, ProtocolError
+from server.race.outputs import (
+    C,
+    InRoom,
+    LobbyOutput,
+    Replace,
+    Reply,
+    Retune,
+    RoomOpened,
+    Send,
+    Snapshot,
+)
+from server.race.room import Room
+from server.race.room_types import Identity, RoomTimings
+
+SERVER_VERSION: Final = "tripeaks-race 0.1.0"
+#: Public rooms listed at most.
+LISTED_ROOMS: Final = 100
+
+
+@dataclass(eq=False, slots=True)
+class Session(Generic[C]):
+    """A player's identity across connections (reclaimed with the token)."""
+
+    identity: Identity
+    token: str
+    conn: C | None = None
+    room: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewPlayer:
+    """The ids a ``hello`` gets if it starts a new session (drawn by the shell)."""
+
+    player_id: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How many rooms one connection may create, and the server may hold."""
+
+    rooms_per_connection: int
+    max_rooms: int
+
+
+class Lobby(Generic[C]):
+    """Every session and room of one server."""
+
+    def __init__(self, limits: Limits, timings: RoomTimings) -> None:
+        self.limits = limits
+        self.timings = timings
+        self.rooms: dict[str, Room] = {}
+        self.sessions: dict[str, Session[C]] = {}  # by token
+        self.by_player: dict[str, Session[C]] = {}
+        self.by_conn: dict[C, Session[C]] = {}
+        self._created: Counter[C] = Counter()
+
+    # ---- queries ---------------------------------------------------------------
+    def session_of(self, conn: C) -> Session[C] | None:
+        """The session ``conn`` speaks for (``None`` before its ``hello``)."""
+        return self.by_conn.get(conn)
+
+    def room_of(self, conn: C) -> Room | None:
+        """The room ``conn``'s player is in, if any."""
+        session = self.by_conn.get(conn)
+        return self.rooms.get(session.room) if session and session.room else None
+
+    def conn_of(self, player_id: str) -> C | None:
+        """The connection ``player_id`` speaks through now, if any."""
+        session = self.by_player.get(player_id)
+        return session.conn if session is not None else None
+
+    def refusal(self, conn: C, tag: str) -> ErrorCode | None:
+        """Why ``conn`` may not send message ``tag`` now (the life-cycle table), or None."""
+        session = self.by_conn.get(conn)
+        room = self.rooms.get(session.room) if session and session.room else None
+        pid = session.identity.player_id if session else ""
+        role = room.role_of(pid) if room else None
+        phase = room.phase if room and role else None
+        is_host = room.is_host(pid) if room else False
+        return lifecycle.refusal(tag, session is not None, phase, role, is_host)
+
+    def public_rooms(self) -> list[m.RoomSummary]:
+        """Public rooms, newest first (at most :data:`LISTED_ROOMS`)."""
+        rooms = [room for room in self.rooms.values() if room.options.public]
+        rooms.sort(key=lambda room: room.created_ms, reverse=True)
+        return [room.summary() for room in rooms[:LISTED_ROOMS]]
+
+    def rooms_by_state(self) -> dict[str, int]:
+        """How many rooms are in each phase (every phase named)."""
+        counts = Counter(room.phase.value for room in self.rooms.values())
+        return {phase.value: counts.get(phase.value, 0) for phase in m.Phase}
+
+    # ---- sessions --------------------------------------------------------------
+    def hello(
+        self, conn: C, hello: m.Hello, new: NewPlayer, now_ms: int
+    ) -> list[LobbyOutput[C]]:
+        """``conn`` says who it is: a session resumed by token, or a new one with ``new``."""
+        session = self.sessions.get(hello.token) if hello.token else None
+        resumed = session is not None
+        outputs: list[LobbyOutput[C]] = []
+        if session is None:
+            session = Session(Identity(new.player_id, hello.name, hello.bot), new.token)
+            self.sessions[session.token] = session
+            self.by_player[new.player_id] = session
+        elif session.conn is not None and session.conn is not conn:
+            self.by_conn.pop(session.conn, None)
+            outputs.append(Replace(session.conn))
+        session.conn = conn
+        self.by_conn[conn] = session
+        who = session.identity
+        welcome = m.Welcome(
+            who.player_id, who.name, session.token, resumed, m.PROTOCOL_VERSION, SERVER_VERSION
+        )
+        outputs.append(Reply(welcome))
+        room = self.rooms.get(session.room) if session.room else None
+        if room is not None and who.player_id in room.seats:
+            outputs.append(InRoom(room.code, room.reconnect(who.player_id, now_ms)))
+        else:
+            session.room = None
+        return outputs
+
+    def connection_lost(self, conn: C, now_ms: int) -> list[LobbyOutput[C]]:
+        """``conn`` is gone: its player keeps the seat for the grace period."""
+        self._created.pop(conn, None)
+        session = self.by_conn.pop(conn, None)
+        if session is None or session.conn is not conn:
+            return []
+        session.conn = None
+        room = self.rooms.get(session.room) if session.room else None
+        if room is None:
+            self._forget_session(session)
+            return []
+        return [InRoom(room.code, room.disconnect(session.identity.player_id, now_ms))]
+
+    def detach(self, code: str, player_id: str) -> list[LobbyOutput[C]]:
+        """Room ``code`` says ``player_id`` is no longer in it."""
+        session = self.by_player.get(player_id)
+        if session is None or session.room != code:
+            return []
+        session.room = None
+        if session.conn is None:
+            self._forget_session(session)
+            return []
+        return [Retune(session.conn, m.Role.PLAYER)]
+
+    def _forget_session(self, session: Session[C]) -> None:
+        self.sessions.pop(session.token, None)
+        if self.by_player.get(session.identity.player_id) is session:
+            del self.by_player[session.identity.player_id]
+
+    # ---- rooms -------------------------------------------------------------------
+    def create_room(
+        self, conn: C, options: m.RoomOptions, codes: Iterable[str], now_ms: int
+    ) -> list[LobbyOutput[C]]:
+        """``conn``'s player opens a room, under the first of ``codes`` not in use."""
+        session = self._session(conn)
+        if self._created[conn] >= self.limits.rooms_per_connection:
+            raise ProtocolError(ErrorCode.TOO_MANY_ROOMS)
+        if len(self.rooms) >= self.limits.max_rooms:
+            raise ProtocolError(ErrorCode.SERVER_BUSY, "too many rooms are open; try again later")
+        if options.practice_seed is not None and not options.practice_seed.isprintable():
+            raise ProtocolError(ErrorCode.BAD_SEED)
+        code = next(code for code in codes if code not in self.rooms)
+        room = Room(code, options, session.identity, now_ms, self.timings)
+        self.rooms[code] = room
+        self._created[conn] += 1
+        session.room = code
+        room.version += 1
+        opened = RoomOpened(code, session.identity.player_id, options.public)
+        return [opened, Reply(room.state(m.Role.PLAYER))]
+
+    def join(self, conn: C, join: m.Join, code: str, now_ms: int) -> list[LobbyOutput[C]]:
+        """``conn``'s player joins room ``code`` (``join.code`` in canonical form)."""
+        session = self._session(conn)
+        room = self.rooms.get(code)
+        if room is None or room.closed:
+            raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room has the code {join.code!r}")
+        pid = session.identity.player_id
+        outputs = room.join(session.identity, join.role, now_ms)
+        session.room = room.code
+        if join.role is not m.Role.SPECTATOR:
+            return [InRoom(room.code, outputs)]
+        return [Retune(conn, m.Role.SPECTATOR), InRoom(room.code, [*outputs, Snapshot(pid)])]
+
+    def sync(self, conn: C, now_ms: int) -> list[LobbyOutput[C]]:
+        """Everything ``conn``'s member needs to catch up with its room."""
+        session = self._session(conn)
+        room = self.rooms.get(session.room) if session.room else None
+        if room is None:
+            raise ProtocolError(ErrorCode.NOT_IN_ROOM)
+        pid = session.identity.player_id
+        if pid in room.spectators:
+            return [InRoom(room.code, [Send(pid, room.state(m.Role.SPECTATOR)), Snapshot(pid)])]
+        state, resync = room.state(m.Role.PLAYER), room.resync(pid, now_ms)
+        return [InRoom(room.code, [Send(pid, state), Send(pid, resync)])]
+
+    def forget_room(self, code: str) -> None:
+        """Room ``code`` closed: its code is free again."""
+        self.rooms.pop(code, None)
+
+    def _session(self, conn: C) -> Session[C]:
+        session = self.by_conn.get(conn)
+        if session is None:
+            raise ProtocolError(ErrorCode.HELLO_REQUIRED)
+        return session
