@@ -329,3 +329,25 @@ async def test_a_refused_move_is_counted_and_the_player_moves_on() -> None:
     assert meters.counts["rejected"] == 1 and "accepted" not in meters.counts
     assert _state(player) == before
     assert sent_move(transport.writes.pop())  # it moved again
+
+
+async def test_frames_reach_the_handler_for_their_tag_and_answers_reach_the_player() -> None:
+    client, _, _ = open_client()
+    meters = Meters()
+    conn = Conn(client, meters)
+    rooms: list[dict[str, Any]] = []
+    answers: list[object] = []
+    conn.handlers["room_list"] = rooms.append
+    conn.on_move_result = answers.append
+    client.data_received(server_frame(codec.encode_msgpack(m.RoomList(()))))
+    client.data_received(server_frame(codec.encode_msgpack(m.Progress(5, ()))))  # no handler
+    race = Race(_deal(6), [("a", "ann", True)], start_ms=0, allow_undo=True,
+                undo_penalty_ms=0, time_limit_ms=10**9)
+    result, _ = race.move("a", 1, m.MoveAction.DRAW, None, now_ms=0)
+    frame = codec.encode_msgpack(result)
+    client.data_received(server_frame(frame))
+    wire = msgpack.unpackb(frame)
+    client.data_received(server_frame(msgpack.packb(dict(reversed(wire.items())))))
+    assert rooms == [{"t": "room_list", "rooms": []}]
+    assert meters.frames_in == 4
+    assert answers == [read_move_answer(frame)] * 2  # the reordered one read in full, the same
