@@ -3,10 +3,12 @@
 The terminal client's bots (:mod:`client_cli.bot`) are built for play, not
 for timing each move; this client is built to be cheap and to time things:
 
-- every frame is counted, and decoded with plain ``msgpack.unpackb`` when
-  it is of use (the server's frames are trusted here; the codec validates
-  them in the tests); a ``move_result`` is recognised by its first bytes and
-  decoded with bytes keys, which makes no strings;
+- every frame is counted; a ``move_result`` is read with
+  :func:`protocol.wire.session.read_move_answer` (one pattern match over the
+  frame, no message built; a frame it does not know goes through
+  :func:`protocol.wire.codec.decode_server`), the rest, which the server
+  sends far less often, are unpacked with plain ``msgpack.unpackb`` (the
+  server's frames are trusted here; the codec validates them in the tests);
 - a move goes out as a WebSocket frame built ahead, with its seq spliced in
   (:func:`move_wire_frame`; a test checks it against the codec);
 - what happens per move is counted in plain attributes and timed into raw
@@ -27,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -41,6 +42,7 @@ from bench.load_wire import frame as ws_frame
 from protocol.rules.cards import ALL_CODES, RANKS, is_adjacent
 from protocol.wire import codec
 from protocol.wire import messages as m
+from protocol.wire.session import MoveAnswer, answer_of, read_move_answer
 
 RANK_OF: dict[str, int] = {code: RANKS.index(code[0]) for code in ALL_CODES}
 HIDDEN = "??"
@@ -49,14 +51,12 @@ FITS: dict[str, frozenset[str]] = {
     top: frozenset(c for c in ALL_CODES if is_adjacent(RANK_OF[c], RANK_OF[top], True))
     for top in ALL_CODES
 }
-#: The ranks that fit on each waste top as the answers carry it (raw bytes, as
-#: ``unpackb(raw=True)`` gives it); any rank fits on an empty waste.
-FIT_RANKS: dict[bytes | None, tuple[int, ...]] = {
-    top.encode(): tuple(r for r in range(len(RANKS)) if is_adjacent(r, RANK_OF[top], True))
+#: The ranks that fit on each waste top; any rank fits on an empty waste.
+FIT_RANKS: dict[str | None, tuple[int, ...]] = {
+    top: tuple(r for r in range(len(RANKS)) if is_adjacent(r, RANK_OF[top], True))
     for top in ALL_CODES
 }
 FIT_RANKS[None] = tuple(range(len(RANKS)))
-RAW_RANK: dict[bytes, int] = {code.encode(): rank for code, rank in RANK_OF.items()}
 #: Undos a stuck (or about to win) player makes before playing forward again.
 UNDO_RUN = 6
 CONNECT_GATE = 64
@@ -64,24 +64,8 @@ SETUP_GATE = 64
 #: Move actions by the index the players use for them.
 PLAY, DRAW, UNDO = 0, 1, 2
 ACTIONS: Final = (m.MoveAction.PLAY, m.MoveAction.DRAW, m.MoveAction.UNDO)
-#: A ``move_result`` frame starts with a map of 16+ keys (3 bytes), then this.
-MOVE_RESULT_HEAD: Final = b"\xa1t\xabmove_result"
-#: What a player needs of an accepted ``move_result``, read from the codec's bytes (its keys
-#: in order, small numbers as fixints, cards as 2-byte strings) without decoding the map:
-#: action, position, card, the uncovered items, hidden positions, undone, waste top,
-#: stock left and cleared.  A frame it does not match is decoded in full.
-ACCEPTED_ANSWER: Final = re.compile(
-    rb"\xa6action\xa4(play|draw|undo)\xa8accepted\xc3\xa6reason\xc0"
-    rb"\xa8position(?:\xc0|([\x00-\x7f]))\xa4card(?:\xc0|\xa2(..))"
-    rb"\xa9uncovered[\x90-\x9f]((?:\x82\xa8position[\x00-\x7f]\xa4card\xa2..)*)"
-    rb"\xa6hidden[\x90-\x9f]([\x00-\x7f]*)\xa6undone(?:\xc0|\xa4(play|draw))"
-    rb"\xa9waste_top(?:\xc0|\xa2(..))\xaastock_left([\x00-\x7f])\xa7cleared([\x00-\x7f])",
-    re.DOTALL,
-)
-#: Bytes of one uncovered item: position at offset 10, card at 17 and 18.
-UNCOVERED_SIZE: Final = 19
-
-
+_PLAY: Final = m.MoveAction.PLAY
+_UNDO: Final = m.MoveAction.UNDO
 def room_options(**overrides: Any) -> m.RoomOptions:
     """Private rooms of 4 with one spectator seat, no delay, no countdown, free undo."""
     base: dict[str, Any] = {
@@ -151,27 +135,12 @@ class SetupError(RuntimeError):
     """The server refused or dropped something while the load was being set up."""
 
 
-def peek_tag(data: bytes) -> str | None:
-    """The ``t`` of a server frame without decoding it, when it is where the codec puts it.
-
-    The codec writes the tag first: a map header (1 byte, or 3 for a map of
-    16+ keys), the 1-character string ``t``, then the tag as a short string.
-    """
-    start = 1 if data[:1] and data[0] & 0xF0 == 0x80 else 3
-    if data[start : start + 2] != b"\xa1t" or len(data) <= start + 2:
-        return None
-    size = data[start + 2] - 0xA0
-    if not 0 <= size < 32:
-        return None
-    return data[start + 3 : start + 3 + size].decode("ascii", "replace")
-
-
 class Conn:
     """One WebSocket whose frames are counted and dispatched by tag, from callbacks.
 
-    ``move_result`` frames, nearly all a player gets, go undecoded to
-    :attr:`on_move_result`; other frames are decoded when a handler or a
-    waiter wants them.
+    ``move_result`` frames, nearly all a player gets, go to
+    :attr:`on_move_result` as :class:`~protocol.wire.session.MoveAnswer`;
+    other frames go, unpacked, to the handler or the waiter for their tag.
     """
 
     def __init__(self, wire: WireClient, meters: Meters) -> None:
@@ -179,7 +148,7 @@ class Conn:
         self.meters = meters
         self.waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
-        self.on_move_result: Callable[[bytes], None] | None = None
+        self.on_move_result: Callable[[MoveAnswer], None] | None = None
         self.player_id = ""
         wire.on_message = self._on_message
         wire.on_close = lambda: self._fail(SetupError("socket closed"))
@@ -202,17 +171,17 @@ class Conn:
 
     def _on_message(self, data: bytes) -> None:
         self.meters.frames_in += 1
-        if data.startswith(MOVE_RESULT_HEAD, 3) and self.on_move_result is not None:
-            self.on_move_result(data)
-            return
-        tag = peek_tag(data)
-        useless = tag not in self.handlers and tag not in self.waiters and tag != "error"
-        if tag is not None and useless:
-            return  # counted, and of no use to this client: not worth decoding
+        on_answer = self.on_move_result
+        if on_answer is not None:
+            answer = read_move_answer(data)
+            if answer is not None:
+                on_answer(answer)
+                return
         decoded = msgpack.unpackb(data)
         tag = decoded["t"]
-        if tag == "move_result" and self.on_move_result is not None:
-            self.on_move_result(data)  # a move_result laid out unlike the usual one
+        if tag == "move_result" and on_answer is not None:
+            # Laid out unlike the codec's answers: read in full.
+            on_answer(answer_of(codec.decode_server(data, codec.Encoding.MSGPACK)))  # type: ignore[arg-type]
             return
         handler = self.handlers.get(tag)
         if handler is not None:
@@ -269,8 +238,7 @@ class Player:
 
     The face-up cards are kept by rank (``face[rank]`` holds their positions),
     so that the cards fitting the waste top are found without scanning the
-    board.  Answers come as raw ``move_result`` frames, decoded with bytes
-    keys (no strings made for the keys and values).
+    board.  Answers come read (:class:`~protocol.wire.session.MoveAnswer`).
     """
 
     def __init__(self, conn: Conn, room: Room, player_id: str, rng: random.Random) -> None:
@@ -313,9 +281,8 @@ class Player:
         self.rank_at = [-1] * 28
         for position, card in enumerate(view["board"]):
             if card is not None and card != HIDDEN:
-                self._show(position, card.encode())
-        top = view["waste_top"]
-        self.fits = FIT_RANKS[None if top is None else top.encode()]
+                self._show(position, card)
+        self.fits = FIT_RANKS[view["waste_top"]]
         self.stock_left = view["stock_left"]
         self.cleared = 0
         self.actions = 0
@@ -324,8 +291,8 @@ class Player:
         if not self.started.done():
             self.started.set_result(time.perf_counter())
 
-    def _show(self, position: int, card: bytes) -> None:
-        rank = RAW_RANK[card]
+    def _show(self, position: int, card: str) -> None:
+        rank = RANK_OF[card]
         self.rank_at[position] = rank
         self.face[rank].append(position)
 
@@ -335,55 +302,33 @@ class Player:
             self.face[rank].remove(position)
             self.rank_at[position] = -1
 
-    def _on_result(self, data: bytes) -> None:
-        found = ACCEPTED_ANSWER.search(data, 17)
-        if found is None:
-            self._on_decoded_result(msgpack.unpackb(data, raw=True))
-            return
-        action, position, card, uncovered, hidden, undone, top, stock, cleared = found.groups()
-        if action == b"play":
-            self._hide(position[0])
-            for at in range(0, len(uncovered), UNCOVERED_SIZE):
-                self._show(uncovered[at + 10], uncovered[at + 17 : at + 19])
-        elif undone == b"play":
-            self._show(position[0], card)
-            for hidden_at in hidden:
-                self._hide(hidden_at)
-        self._accepted(action, top, stock[0], cleared[0])
-
-    def _on_decoded_result(self, frame: dict[bytes, Any]) -> None:
-        """:meth:`_on_result` for an answer decoded in full: a refusal, or a layout
-        :data:`ACCEPTED_ANSWER` does not know."""
-        if not frame[b"accepted"]:
+    def _on_result(self, answer: MoveAnswer) -> None:
+        if not answer.accepted:
             self.meters.rejected += 1
             self._answered()
             return
-        action = frame[b"action"]
-        if action == b"play":
-            self._hide(frame[b"position"])
-            for item in frame[b"uncovered"]:
-                self._show(item[b"position"], item[b"card"])
-        elif frame[b"undone"] == b"play":
-            self._show(frame[b"position"], frame[b"card"])
-            for position in frame[b"hidden"]:
+        action = answer.action
+        if action is _PLAY:
+            self._hide(answer.position)  # type: ignore[arg-type]
+            for position, card in answer.uncovered:
+                self._show(position, card)
+        elif answer.undone is _PLAY:
+            self._show(answer.position, answer.card)  # type: ignore[arg-type]
+            for position in answer.hidden:
                 self._hide(position)
-        self._accepted(action, frame[b"waste_top"], frame[b"stock_left"], frame[b"cleared"])
-
-    def _accepted(self, action: bytes, top: bytes | None, stock_left: int, cleared: int) -> None:
-        """The rest of an accepted answer (the board is done): count it, then maybe move."""
         meters = self.meters
-        if action == b"undo":
+        if action is _UNDO:
             self.depth -= 1
             meters.accepted_undo += 1
         else:
             self.depth += 1
-            if action == b"play":
+            if action is _PLAY:
                 meters.accepted_play += 1
             else:
                 meters.accepted_draw += 1
-        self.fits = FIT_RANKS[top]
-        self.stock_left = stock_left
-        self.cleared = cleared
+        self.fits = FIT_RANKS[answer.waste_top]
+        self.stock_left = answer.stock_left
+        self.cleared = answer.cleared
         self.actions += 1
         self._answered()
 

@@ -388,14 +388,17 @@ class Board:
             return UNSURE
         return verdict
 
-    def propose(self, action: Action) -> int:
+    def propose(self, action: Action, seq: int | None = None) -> int:
         """Record ``action`` as sent and return its sequence number.
 
-        The caller checks first (``check``) and refuses a sure-illegal move
-        locally; a move the known cards cannot decide is sent and judged by the server.
+        ``seq`` is the number the client session gave the move (by default the
+        board numbers it).  The caller checks first (``check``) and refuses a
+        sure-illegal move locally; a move the known cards cannot decide is sent
+        and judged by the server.
         """
-        seq = self.next_seq
-        self.next_seq += 1
+        if seq is None:
+            seq = self.next_seq
+        self.next_seq = seq + 1
         self.pending.append(Pending(seq, action))
         self._shown = None
         return seq

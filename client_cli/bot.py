@@ -7,10 +7,10 @@ Importable API (stable; documented in ``docs/client.md``)::
 
 A bot knows only what its player is shown: it keeps a
 :class:`~client_cli.board.Board` fed by the server's frames and asks a
-:class:`~client_cli.strategy.Strategy` for each move.  The hot frames
-(``move_result``, ``progress``, ``finish``) are read straight from the msgpack
-map and moves are packed directly, so a bot allocates little per move; the
-rare frames go through the full :func:`protocol.wire.codec.decode_server`.
+:class:`~client_cli.strategy.Strategy` for each move.  It speaks through a
+:class:`~protocol.wire.session.ClientSession`, as the terminal client does
+(hello and welcome, move numbers, answers matched to their moves, resends),
+on a lean loop of its own: one socket, no reconnection.
 """
 
 from __future__ import annotations
@@ -22,17 +22,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import msgpack
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from client_cli.board import UNDO, Action, Board, Knowledge
-from client_cli.net import ClientError, ConnectionLost, error_text, open_socket
+from client_cli.board import Board, Knowledge
+from client_cli.connection import open_socket, wire_move
+from client_cli.net import ClientError, ConnectionLost, error_text
 from client_cli.strategy import Strategy
-from protocol.rules.game import DRAW, Status
+from protocol.rules.game import Status
 from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.errors import ErrorCode
+from protocol.wire.session import (
+    BadFrame,
+    ClientSession,
+    Event,
+    Frame,
+    HelloRefused,
+    MoveAnswered,
+)
 
 #: Seconds a bot waits for any one step before it reports the race as not completed.
 STEP_TIMEOUT_S: Final = 120.0
@@ -40,8 +48,6 @@ STEP_TIMEOUT_S: Final = 120.0
 RATE_LIMIT_BACKOFF_S: Final = 0.25
 #: Rejections in a row after which a bot resigns (its model must be wrong).
 MAX_REJECTIONS: Final = 5
-
-_HOT_TAGS: Final = frozenset({"move_result", "progress", "finish", "spectator_board", "pong"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +111,6 @@ class BotFailed(ClientError):
     """A bot could not complete its race; the message says why."""
 
 
-def _pack(wire: dict[str, Any]) -> bytes:
-    return msgpack.packb(wire, use_bin_type=True)  # type: ignore[no-any-return]
-
-
 class Bot:
     """One bot player on one socket; :meth:`run` plays a whole race."""
 
@@ -123,6 +125,7 @@ class Bot:
     ) -> None:
         self.url = url
         self.result = BotResult(name)
+        self.session = ClientSession(name, bot=True, client="tripeaks-bot")
         self.strategy = Strategy(strategy)
         self.interval = 0.0 if not pace else 1.0 / pace
         self.settings = settings
@@ -146,44 +149,39 @@ class Bot:
             self.settings.on_event(self.result.name, event, detail)
 
     async def _send(self, message: m.ClientMessage) -> None:
-        await self._send_frame(codec.encode_msgpack(message))
+        await self._send_frame(self.session.send(message))
 
-    async def _send_frame(self, frame: bytes) -> None:
-        assert self.ws is not None
+    async def _send_frame(self, frame: Frame) -> None:
+        assert self.ws is not None and isinstance(frame, bytes)
         if self.settings.on_frame is not None:
             self.settings.on_frame(self.result.name, "sent", frame)
         await self.ws.send(frame)
 
-    async def _recv(self, timeout: float | None) -> tuple[str, Any]:
-        """The next frame as ``(tag, raw map)`` for hot tags or ``(tag, message)`` otherwise."""
+    async def _recv(self, timeout: float | None) -> list[Event]:
+        """The events of the next frame; one that does not decode fails the bot."""
         assert self.ws is not None
         async with asyncio.timeout(timeout):
             frame = await self.ws.recv()
-        if not isinstance(frame, bytes):
-            raise BotFailed("the server sent a text frame on the msgpack subprotocol")
-        if self.settings.on_frame is not None:
+        if self.settings.on_frame is not None and isinstance(frame, bytes):
             self.settings.on_frame(self.result.name, "received", frame)
-        try:
-            wire = msgpack.unpackb(frame)
-            tag = wire["t"]
-            if tag in _HOT_TAGS:
-                return tag, wire
-            return tag, codec.decode_server(frame, codec.Encoding.MSGPACK)
-        except ProtocolError as exc:
-            raise BotFailed(f"unreadable frame from the server: {exc}") from None
-        except Exception as exc:
-            raise BotFailed(f"unreadable frame from the server: {exc!r}") from None
+        events = self.session.receive(frame)
+        for event in events:
+            if isinstance(event, BadFrame):
+                raise BotFailed(f"unreadable frame from the server: {event.error}")
+        return events
 
     async def _expect(self, wanted: type[Any]) -> Any:
         """Wait for a message of type ``wanted``, handling room news on the way."""
         while True:
-            _tag, message = await self._recv(self.settings.step_timeout_s)
-            if isinstance(message, wanted):
-                return message
-            if isinstance(message, m.Error):
-                raise BotFailed(error_text(message))
-            if isinstance(message, m.Closing):
-                raise BotFailed(f"the server is closing the connection: {message.reason}")
+            for message in await self._recv(self.settings.step_timeout_s):
+                if isinstance(message, wanted):
+                    return message
+                if isinstance(message, HelloRefused):
+                    raise BotFailed(error_text(message.error))
+                if isinstance(message, m.Error):
+                    raise BotFailed(error_text(message))
+                if isinstance(message, m.Closing):
+                    raise BotFailed(f"the server is closing the connection: {message.reason}")
 
     # ---- the race -------------------------------------------------------
     async def run(
@@ -213,6 +211,7 @@ class Bot:
         finally:
             if code_ready is not None and not code_ready.done():
                 code_ready.set_exception(BotFailed(self.result.error or "the host bot failed"))
+            self.session.close()
             if self.ws is not None:
                 await self.ws.close()
         if self.result.error:
@@ -228,9 +227,7 @@ class Bot:
         min_players: int,
     ) -> None:
         self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
-        await self._send(
-            m.Hello(self.result.name, m.PROTOCOL_VERSION, bot=True, client="tripeaks-bot")
-        )
+        await self._send_frame(self.session.hello())
         welcome: m.Welcome = await self._expect(m.Welcome)
         self.result.player_id = welcome.player_id
         if create is not None:
@@ -259,16 +256,18 @@ class Bot:
                     continue
                 timeout = delay
             try:
-                tag, message = await self._recv(timeout)
+                events = await self._recv(timeout)
             except TimeoutError:
                 if self._should_move():
                     continue
                 raise
-            if tag in _HOT_TAGS:
-                if tag == "move_result":
-                    await self._on_result(message)
-                continue
-            await self._on_message(message, host, min_players)
+            for event in events:
+                if isinstance(event, MoveAnswered):
+                    self._on_result(event.result)
+                elif isinstance(event, m.MoveResult):
+                    self._on_result(event)
+                else:
+                    await self._on_message(event, host, min_players)
 
     def _should_move(self) -> bool:
         return self.board is not None and not self.waiting and not self.done_playing
@@ -324,48 +323,41 @@ class Bot:
             await self._send(m.Resign())
             self._event("resign", "stuck")
             return
-        await self._send_move(board.propose(action), action)
+        seq, frame = self.session.move(*wire_move(action))
+        board.propose(action, seq)
+        await self._send_move(frame)
 
-    async def _send_move(self, seq: int, action: Action) -> None:
-        assert self.ws is not None
-        if action == DRAW:
-            wire: dict[str, Any] = {"t": "move", "seq": seq, "action": "draw"}
-        elif action == UNDO:
-            wire = {"t": "move", "seq": seq, "action": "undo"}
-        else:
-            wire = {"t": "move", "seq": seq, "action": "play", "position": action}
+    async def _send_move(self, frame: Frame) -> None:
         self.waiting = True
         self.sent_at = time.monotonic()
-        await self._send_frame(_pack(wire))
+        await self._send_frame(frame)
 
-    async def _on_result(self, wire: dict[str, Any]) -> None:
+    def _on_result(self, result: m.MoveResult) -> None:
         board = self.board
         if board is None:
             return
         now = time.monotonic()
         if self.settings.record_rtt:
             self.result.rtts.append(now - self.sent_at)
-        seq = wire["seq"]
-        if wire["accepted"]:
-            uncovered = {u["position"]: u["card"] for u in wire["uncovered"]}
+        if result.accepted:
             board.accept(
-                seq,
-                uncovered=uncovered,
-                waste_top=wire["waste_top"],
-                stock_left=wire["stock_left"],
-                counts=wire,
-                restored=wire["position"] if wire["action"] == "undo" else None,
+                result.seq,
+                uncovered={u.position: u.card for u in result.uncovered},
+                waste_top=result.waste_top,
+                stock_left=result.stock_left,
+                counts={"moves": result.moves, "draws": result.draws, "undos": result.undos},
+                restored=result.position if result.action is m.MoveAction.UNDO else None,
             )
             self.rejections = 0
         else:
-            board.reject(seq)
+            board.reject(result.seq)
             self.rejections += 1
             self.result.rejected += 1
-        self.result.cleared = wire["cleared"]
-        self.result.moves = wire["moves"]
-        self.result.undos = wire["undos"]
-        status = wire["status"]
-        if status == Status.WON.value or (status == Status.STUCK.value and not self.undo_allowed):
+        self.result.cleared = result.cleared
+        self.result.moves = result.moves
+        self.result.undos = result.undos
+        status = result.status
+        if status is Status.WON or (status is Status.STUCK and not self.undo_allowed):
             self.done_playing = True
         self.waiting = False
         self.next_move_at = max(self.next_move_at + self.interval, now) if self.interval else now
@@ -376,7 +368,7 @@ class Bot:
         if error.code == ErrorCode.RATE_LIMITED and pending is not None:
             # The move was not handled: send the same sequence number again, later.
             await asyncio.sleep(RATE_LIMIT_BACKOFF_S)
-            await self._send_move(pending.seq, pending.action)
+            await self._send_move(self.session.resend(pending.seq))
             return
         if self.board is None:
             raise BotFailed(error_text(error))
@@ -385,6 +377,7 @@ class Bot:
             # The server refused the frame unhandled; think again with the same number.
             assert board is not None
             board.forget(pending.seq)
+            self.session.refused(pending.seq)
             self.waiting = False
             self.rejections += 1
 

@@ -1,11 +1,13 @@
 """The client's state and network loop, shared by the full-screen app and the plain mode.
 
-:class:`GameClient` owns one :class:`~client_cli.net.Session`, keeps what the
+:class:`GameClient` owns one :class:`~protocol.wire.session.ClientSession`
+(what is said and what it means: hello, move numbers, moves in flight) and
+one :class:`~client_cli.connection.Connection` (the socket), keeps what the
 screens show (room, board, opponents, results) and tells a listener what
 changed.  When the socket drops it reconnects with backoff using the
 reconnect token, shows ``reconnecting``, and after the server's ``resync``
-resends the moves that were still in flight (same sequence numbers, so the
-server counts each once).
+resends what the session says was still in flight (same sequence numbers,
+so the server counts each once).
 """
 
 from __future__ import annotations
@@ -17,11 +19,20 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
-from client_cli.net import ClientError, ConnectionLost, ServerRefused, Session, error_text
+from client_cli.connection import Connection, unreadable, wire_move
+from client_cli.net import CLIENT_NAME, ClientError, ConnectionLost, ServerRefused, error_text
 from protocol.rules.game import DRAW, Rules, Status
 from protocol.rules.refusals import REASON_TEXT, Reason
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
+from protocol.wire.session import (
+    BadFrame,
+    ClientSession,
+    Event,
+    Frame,
+    HelloRefused,
+    MoveAnswered,
+)
 
 #: Seconds between reconnection attempts: doubling, then staying at the last value.
 BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -117,10 +128,11 @@ class GameClient:
     """One player's (or spectator's) connection, state and actions."""
 
     def __init__(self, url: str, name: str, listener: Listener | None = None) -> None:
-        self.session = Session(url, name)
+        self.session = ClientSession(name, client=CLIENT_NAME)
+        self.link = Connection(url, self.session)
         self.state = ClientState()
         self.listener = listener
-        self._outbox: list[m.ClientMessage] = []
+        self._outbox: list[Frame] = []
         self._closing = False
         self._syncing = False
         self._connected = asyncio.Event()
@@ -142,7 +154,7 @@ class GameClient:
     async def connect(self) -> m.Welcome:
         """First connection; raises :class:`ClientError` in words if it fails."""
         self._set_connection("connecting")
-        welcome = await self.session.open()
+        welcome = await self.link.open()
         self.state.player_id = welcome.player_id
         self._set_connection("online")
         self._connected.set()
@@ -154,7 +166,8 @@ class GameClient:
         while not self._closing:
             try:
                 while not self._closing:
-                    self.handle(await self.session.recv())
+                    for event in await self.link.receive():
+                        self._on_event(event)
             except ConnectionLost as exc:
                 if self._closing:
                     break
@@ -166,7 +179,7 @@ class GameClient:
             except ClientError as exc:
                 self.state.last_error = str(exc)
                 self._tell("error", str(exc))
-                await self.session.close()
+                await self.link.close()
                 if not await self._reconnect(str(exc)):
                     self._set_connection("closed")
                     self._tell("closed", str(exc))
@@ -183,7 +196,7 @@ class GameClient:
             await asyncio.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
             attempt += 1
             try:
-                welcome = await self.session.open()
+                welcome = await self.link.open()
             except ServerRefused as exc:
                 self._tell("error", str(exc))
                 return False
@@ -203,11 +216,11 @@ class GameClient:
     async def close(self) -> None:
         """Leave politely and stop the loop."""
         self._closing = True
-        await self.session.close()
+        await self.link.close()
 
     def drop_connection(self) -> None:
         """Cut the socket as a network failure would (for tests and the debug key)."""
-        self.session.drop()
+        self.link.drop()
 
     # ---- sending --------------------------------------------------------
     async def send(self, message: m.ClientMessage) -> bool:
@@ -215,7 +228,17 @@ class GameClient:
         if self.state.connection != "online":
             return False
         try:
-            await self.session.send(message)
+            await self.link.send(message)
+        except ConnectionLost:
+            return False
+        return True
+
+    async def _write(self, frame: Frame) -> bool:
+        """:meth:`send` for a frame the session made (a move)."""
+        if self.state.connection != "online":
+            return False
+        try:
+            await self.link.write(frame)
         except ConnectionLost:
             return False
         return True
@@ -266,12 +289,23 @@ class GameClient:
         if verdict is not None and verdict != UNSURE:
             assert isinstance(verdict, Reason)
             return MoveVerdict(False, verdict, position)
-        seq = board.propose(action)
+        seq, frame = self.session.move(*wire_move(action))
+        board.propose(action, seq)
         self._tell("board", None)
-        await self.send(_move_request(seq, action))
+        await self._write(frame)
         return MoveVerdict(True, None, position)
 
     # ---- receiving ------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, MoveAnswered):
+            self._on_move_result(event.result)
+        elif isinstance(event, BadFrame):
+            raise unreadable(event)
+        elif isinstance(event, HelloRefused):
+            self.handle(event.error)
+        else:
+            self.handle(event)
+
     def handle(self, message: m.ServerMessage) -> None:
         """Fold one server message into the state and tell the listener."""
         handler = _HANDLERS.get(type(message))
@@ -414,20 +448,20 @@ class GameClient:
         known = _knowledge(rules, resync.view, self._undo_allowed(), history_complete=False)
         if state.board is None:
             state.board = Board(known, next_seq=resync.last_seq + 1)
+            self.session.restart_moves(resync.last_seq + 1)
         else:
             state.board.resync(known, resync.last_seq)
+            # Moves sent before the drop and not yet in the view go again, same numbers.
+            self._outbox.extend(self.session.resend_after_resync(resync.last_seq))
         self._tell("resync", resync)
-        # Moves sent before the drop and not yet in the view go again, same numbers.
-        for item in list(state.board.pending):
-            self._outbox.append(_move_request(item.seq, item.action))
         if self._outbox:
             asyncio.get_running_loop().create_task(self._flush())
         self._tell("board", None)
 
     async def _flush(self) -> None:
         outbox, self._outbox = self._outbox, []
-        for message in outbox:
-            await self.send(message)
+        for frame in outbox:
+            await self._write(frame)
 
     def _on_error(self, error: m.Error) -> None:
         text = error_text(error)
@@ -459,15 +493,6 @@ class GameClient:
     def _on_closing(self, closing: m.Closing) -> None:
         self.state.last_error = closing.reason
         self._tell("error", f"the server is closing the connection: {closing.reason}")
-
-
-def _move_request(seq: int, action: Action) -> m.MoveRequest:
-    if action == DRAW:
-        return m.MoveRequest(seq, m.MoveAction.DRAW)
-    if action == UNDO:
-        return m.MoveRequest(seq, m.MoveAction.UNDO)
-    assert isinstance(action, int)
-    return m.MoveRequest(seq, m.MoveAction.PLAY, action)
 
 
 def _rules_of(room: m.RoomState | None) -> Rules:

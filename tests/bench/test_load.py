@@ -16,13 +16,12 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import msgpack
 import psutil
 import pytest
 from aiohttp import web
 
 from bench.echo_server import make_app
-from bench.load_game import move_frame, peek_tag
+from bench.load_game import move_frame
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol.wire import codec
@@ -188,18 +187,6 @@ async def test_wire_client_parses_long_server_frames_split_across_reads() -> Non
         client.data_received(data[:cut])
         data = data[cut:]
     assert got == [payload, b"abc"]
-
-
-def test_peek_tag_reads_the_codec_tag_of_small_and_large_maps() -> None:
-    assert peek_tag(codec.encode_msgpack(m.Pong(1, 2))) == "pong"
-    assert peek_tag(codec.encode_msgpack(m.Progress(5, ()))) == "progress"
-    large = msgpack.packb({"t": "move_result", **{f"k{i}": i for i in range(20)}})
-    assert peek_tag(large) == "move_result"
-
-
-def test_peek_tag_gives_up_when_the_tag_is_not_first() -> None:
-    assert peek_tag(msgpack.packb({"seq": 1, "t": "pong"})) is None
-    assert peek_tag(b"") is None
 
 
 def test_the_generators_move_frames_are_the_codecs_bytes() -> None:

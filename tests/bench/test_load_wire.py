@@ -15,7 +15,6 @@ import msgpack
 import pytest
 
 from bench.load_game import (
-    ACCEPTED_ANSWER,
     ACTIONS,
     DRAW,
     FIT_RANKS,
@@ -33,6 +32,7 @@ from bench.load_wire import OP_BINARY, OP_PING, OP_PONG, ZERO_KEY, Pacer, WireCl
 from protocol.rules.game import Deal, Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
+from protocol.wire.session import read_move_answer
 from server.race.race import Race
 
 
@@ -71,6 +71,15 @@ def open_client() -> tuple[WireClient, list[bytes], KeptWrites]:
     got: list[bytes] = []
     client.on_message = got.append
     return client, got, transport
+
+
+def sent_move(data: bytes) -> tuple[int, m.MoveAction, int | None]:
+    """``(seq, action, position)`` of the move in a client frame, decoded by the codec."""
+    opcode, payload = unmasked(data)
+    assert opcode == OP_BINARY
+    move = codec.decode(payload, codec.Encoding.MSGPACK)
+    assert isinstance(move, m.MoveRequest)
+    return move.seq, move.action, move.position
 
 
 def unmasked(data: bytes) -> tuple[int, bytes]:
@@ -251,19 +260,15 @@ async def test_players_see_the_servers_face_up_cards_and_make_only_legal_moves(s
     meters.measuring = True
     player.play(0.0, Clock())
     for at in range(600):
-        opcode, sent = unmasked(transport.writes.pop())
-        assert opcode == OP_BINARY
-        move = codec.parse_move(sent)
-        assert move is not None
+        move = sent_move(transport.writes.pop())
         result, _ = race.move("a", *move, now_ms=at)
         answer = codec.encode_msgpack(result)
-        assert ACCEPTED_ANSWER.search(answer, 17) is not None  # read without decoding
+        assert read_move_answer(answer) is not None  # read without decoding
         client.data_received(server_frame(answer))
         view = race.racers["a"].game.view()
         face_up = sorted(p for p, card in enumerate(view.board) if card not in (None, "??"))
         assert sorted(p for rank in player.face for p in rank) == face_up
-        top = None if view.waste_top is None else view.waste_top.encode()
-        assert player.fits == FIT_RANKS[top]
+        assert player.fits == FIT_RANKS[view.waste_top]
         assert player.stock_left == view.stock_left
         assert player.cleared == view.board.count(None)
     meters.measuring = False
@@ -297,14 +302,13 @@ async def test_answers_in_another_key_order_are_decoded_in_full_to_the_same_boar
     for _, _, player, _ in seats:
         player.play(0.0, Clock())
     for at in range(300):
-        moves = [codec.parse_move(unmasked(transport.writes.pop())[1]) for _, transport, _, _ in
-                 seats]
-        assert moves[0] == moves[1] and moves[0] is not None
+        moves = [sent_move(transport.writes.pop()) for _, transport, _, _ in seats]
+        assert moves[0] == moves[1]
         plain, _ = races[0].move("a", *moves[0], now_ms=at)
         reordered, _ = races[1].move("a", *moves[0], now_ms=at)
         wire = msgpack.unpackb(codec.encode_msgpack(reordered))
         backwards = msgpack.packb(dict(reversed(wire.items())))
-        assert ACCEPTED_ANSWER.search(backwards, 17) is None
+        assert read_move_answer(backwards) is None
         seats[0][0].data_received(server_frame(codec.encode_msgpack(plain)))
         seats[1][0].data_received(server_frame(backwards))
         assert _state(seats[0][2]) == _state(seats[1][2])
@@ -317,11 +321,33 @@ async def test_a_refused_move_is_counted_and_the_player_moves_on() -> None:
     meters.measuring = True
     player.play(0.0, Clock())
     before = _state(player)
-    seq = codec.parse_move(unmasked(transport.writes.pop())[1])[0]  # type: ignore[index]
+    seq = sent_move(transport.writes.pop())[0]
     refusal, _ = race.move("a", seq, m.MoveAction.PLAY, 0, now_ms=0)  # position 0 is covered
     assert not refusal.accepted
     client.data_received(server_frame(codec.encode_msgpack(refusal)))
     meters.measuring = False
     assert meters.counts["rejected"] == 1 and "accepted" not in meters.counts
     assert _state(player) == before
-    assert codec.parse_move(unmasked(transport.writes.pop())[1]) is not None  # it moved again
+    assert sent_move(transport.writes.pop())  # it moved again
+
+
+async def test_frames_reach_the_handler_for_their_tag_and_answers_reach_the_player() -> None:
+    client, _, _ = open_client()
+    meters = Meters()
+    conn = Conn(client, meters)
+    rooms: list[dict[str, Any]] = []
+    answers: list[object] = []
+    conn.handlers["room_list"] = rooms.append
+    conn.on_move_result = answers.append
+    client.data_received(server_frame(codec.encode_msgpack(m.RoomList(()))))
+    client.data_received(server_frame(codec.encode_msgpack(m.Progress(5, ()))))  # no handler
+    race = Race(_deal(6), [("a", "ann", True)], start_ms=0, allow_undo=True,
+                undo_penalty_ms=0, time_limit_ms=10**9)
+    result, _ = race.move("a", 1, m.MoveAction.DRAW, None, now_ms=0)
+    frame = codec.encode_msgpack(result)
+    client.data_received(server_frame(frame))
+    wire = msgpack.unpackb(frame)
+    client.data_received(server_frame(msgpack.packb(dict(reversed(wire.items())))))
+    assert rooms == [{"t": "room_list", "rooms": []}]
+    assert meters.frames_in == 4
+    assert answers == [read_move_answer(frame)] * 2  # the reordered one read in full, the same

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from client_cli.client import GameClient
-from client_cli.net import ClientError, Session, normalise_url
+from client_cli.connection import Connection
+from client_cli.net import ClientError, normalise_url
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import DRAW, Rules
 from protocol.wire import messages as m
+from protocol.wire.session import ClientSession
 from tests.serverutil import TestClient, connect, running_server
 
 SEED = "session-seed"
@@ -50,7 +52,7 @@ async def test_a_move_refused_unhandled_is_resent_after_a_sync(tmp_path: Path) -
         client, loop, rival = await racing_pair(server.ws_url)
         board = client.state.board
         assert board is not None
-        board.next_seq += 3  # as if three frames had been lost: the server wants 1
+        client.session.next_seq += 3  # as if three frames had been lost: the server wants 1
         for step in line[:5]:
             assert (await client.move(step)).sent
         await until(lambda: "seq" in client.state.last_error.lower())
@@ -77,6 +79,7 @@ async def test_a_dropped_socket_is_reconnected_and_no_move_is_lost(tmp_path: Pat
         assert board is not None
         await until(lambda: not board.pending)
         assert board.confirmed.moves == 10
+        assert client.session.in_flight == () and client.session.next_seq == 11
         assert board.confirmed.draws == sum(1 for s in line[:10] if s == DRAW)
         await client.close()
         loop.cancel()
@@ -103,9 +106,9 @@ def test_a_server_address_that_is_not_one_is_refused_in_words() -> None:
 
 async def test_a_web_server_that_is_not_tripeaks_is_reported(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
-        session = Session(server.url + "/api/rooms", "x")
+        link = Connection(server.url + "/api/rooms", ClientSession("x"))
         with pytest.raises(ClientError, match="not a TriPeaks server"):
-            await session.open()
+            await link.open()
 
 
 async def test_a_socket_the_server_drops_is_reconnected_with_the_token(tmp_path: Path) -> None:
