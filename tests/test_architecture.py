@@ -294,7 +294,9 @@ LAYERS = (
     Layer("protocol.wire", only=("protocol.rules", "protocol.deals", "protocol.wire")),
     Layer("protocol", never=("server", "client_cli", "tools", "bench")),
     Layer("server.race", only=("protocol", "server.race"), stdlib_only=True),
-    Layer("server.storage", never=("server.hub", "server.app", "server.transport")),
+    Layer("server.storage", only=("server.race.records", "server.storage")),
+    Layer("server.transport", only=("protocol.wire", "server.transport", "server.logs",
+                                    "server.config")),
     Layer("client_cli", never=("server",)),
 )
 
