@@ -3,10 +3,10 @@
 Moves are nearly every frame a server reads, and the general path (full
 decode into a message, the life-cycle table, the room's output list, the
 schema-walking encoder) costs several times the move itself.  Here a frame
-that :func:`protocol.wire.codec.parse_move` accepts, from a player seated in a
-racing room, goes straight to :meth:`Room.answer_move`, whose answer comes
-ready to send.  Every check still happens: the engine checks
-the move, the sequence number is checked, and a frame in any other shape,
+that :func:`protocol.wire.fast.parse_move` accepts, from a player seated in a
+racing room, goes straight to :meth:`Room.answer_move`, whose answer
+:func:`protocol.wire.fast.move_result_msgpack` writes out.  Every check still
+happens: the engine checks the move, the sequence number is checked, and a frame in any other shape,
 or from anyone else, goes the general way, so replies and error codes are
 those of the general path (``tests/server/test_fastpath.py`` compares them).
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Final
 
-from protocol.wire.codec import parse_move
 from protocol.wire.errors import ProtocolError
+from protocol.wire.fast import REASON, move_result_msgpack, parse_move
 from protocol.wire.messages import MoveRequest, Phase
 from server.metrics import Metrics
 from server.transport.connection import Connection
@@ -54,13 +54,14 @@ def handle_move(hub: Hub, conn: Connection, frame: bytes, now_ms: int) -> bool:
     timed = not count % _SAMPLE
     started = time.perf_counter() if timed else 0.0
     try:
-        answer, reason, outputs = room.answer_move(pid, seq, action, position, now_ms)
+        outcome, outputs = room.answer_move(pid, seq, action, position, now_ms)
     except ProtocolError as exc:
         hub.error(conn, exc.code, exc.message, ref=_TAG, seq=exc.seq or seq)
         return True
-    conn.send(answer)
+    conn.send(move_result_msgpack(outcome))
     hot = hub.metrics.hot
     hot.frames_sent += 1
+    reason = outcome[REASON]
     if reason is None:
         hot.moves += 1
     else:

@@ -26,8 +26,8 @@ from typing import Final
 
 from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame, Difficulty
-from protocol.rules.refusals import Reason
 from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.fast import FRESH, REASON, MoveOutcome, move_result_message
 from protocol.wire.messages import (
     BoardView,
     Countdown,
@@ -64,7 +64,7 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.progress import boards_wanted, current_boards, progress_frames
-from server.race.race import Answer, Race, Racer, SeqOutOfOrder
+from server.race.race import Race, Racer, SeqOutOfOrder
 from server.race.results import race_outcome
 from server.race.room_types import Fresh, Identity, PendingRace, RoomTimings, Seat
 
@@ -375,16 +375,16 @@ class Room:
 
     def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
         """A player's move: checked by the engine, answered to that player only."""
-        frame, reason, outputs = self.answer_move(
+        outcome, outputs = self.answer_move(
             player_id, request.seq, request.action, request.position, now_ms
         )
-        return [Send(player_id, Answer(frame, reason, True).message()), *outputs]
+        return [Send(player_id, move_result_message(outcome)), *outputs]
 
     def answer_move(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> tuple[bytes, Reason | None, Sequence[Output]]:
-        """:meth:`move` for the server's hot path: the answer's frame (:meth:`Race.answer`),
-        why the move was refused (``None``: accepted), and the outputs that follow."""
+    ) -> tuple[MoveOutcome, Sequence[Output]]:
+        """:meth:`move` for the server's hot path: the answer (:meth:`Race.respond`; its
+        ``[REASON]`` is ``None`` when the move was made) and the outputs that follow."""
         race = self.race
         racer = race.racers.get(player_id) if race is not None else None
         if racer is None:
@@ -392,18 +392,18 @@ class Room:
         assert race is not None
         before = racer.status
         try:
-            frame, reason, fresh = race.respond(racer, seq, action, position, now_ms)
+            outcome = race.respond(racer, seq, action, position, now_ms)
         except SeqOutOfOrder as exc:
             raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=seq) from None
-        if not fresh or reason is not None:
-            return frame, reason, ()
+        if outcome[REASON] is not None or not outcome[FRESH]:
+            return outcome, ()
         self._dirty.add(player_id)
         # A racer who is not done (stuck with undo allowed, or back from stuck) cannot
         # finish the race: only a flush to schedule, if none is due yet.
         ended = racer.status is not before and racer.is_done
         if self._progress_due is not None and not ended:
-            return frame, None, ()  # the usual move: the progress flush is already due
-        return frame, None, self._moved(racer, ended, now_ms)
+            return outcome, ()  # the usual move: the progress flush is already due
+        return outcome, self._moved(racer, ended, now_ms)
 
     def _moved(self, racer: Racer, ended: bool, now_ms: int) -> list[Output]:
         outputs = self._mark_dirty(racer.player_id, now_ms)

@@ -33,6 +33,7 @@ from bench.load_wire import OP_BINARY, OP_PING, OP_PONG, ZERO_KEY, Pacer, WireCl
 from protocol.rules.game import Deal, Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
+from protocol.wire.fast import parse_move
 from server.race.race import Race
 
 
@@ -253,7 +254,7 @@ async def test_players_see_the_servers_face_up_cards_and_make_only_legal_moves(s
     for at in range(600):
         opcode, sent = unmasked(transport.writes.pop())
         assert opcode == OP_BINARY
-        move = codec.parse_move(sent)
+        move = parse_move(sent)
         assert move is not None
         result, _ = race.move("a", *move, now_ms=at)
         answer = codec.encode_msgpack(result)
@@ -297,7 +298,7 @@ async def test_answers_in_another_key_order_are_decoded_in_full_to_the_same_boar
     for _, _, player, _ in seats:
         player.play(0.0, Clock())
     for at in range(300):
-        moves = [codec.parse_move(unmasked(transport.writes.pop())[1]) for _, transport, _, _ in
+        moves = [parse_move(unmasked(transport.writes.pop())[1]) for _, transport, _, _ in
                  seats]
         assert moves[0] == moves[1] and moves[0] is not None
         plain, _ = races[0].move("a", *moves[0], now_ms=at)
@@ -317,11 +318,11 @@ async def test_a_refused_move_is_counted_and_the_player_moves_on() -> None:
     meters.measuring = True
     player.play(0.0, Clock())
     before = _state(player)
-    seq = codec.parse_move(unmasked(transport.writes.pop())[1])[0]  # type: ignore[index]
+    seq = parse_move(unmasked(transport.writes.pop())[1])[0]  # type: ignore[index]
     refusal, _ = race.move("a", seq, m.MoveAction.PLAY, 0, now_ms=0)  # position 0 is covered
     assert not refusal.accepted
     client.data_received(server_frame(codec.encode_msgpack(refusal)))
     meters.measuring = False
     assert meters.counts["rejected"] == 1 and "accepted" not in meters.counts
     assert _state(player) == before
-    assert codec.parse_move(unmasked(transport.writes.pop())[1]) is not None  # it moved again
+    assert parse_move(unmasked(transport.writes.pop())[1]) is not None  # it moved again

@@ -186,6 +186,7 @@ FORBIDDEN = {"asyncio", "aiohttp", "textual", "websockets", "time", "random", "s
 MINE = [
     "protocol/wire/errors.py", "protocol/wire/schema.py", "protocol/wire/messages.py",
     "protocol/wire/codec.py", "protocol/deals/commitment.py", "protocol/wire/lifecycle.py",
+    "protocol/wire/fast.py",
     "tools/docgen.py", "tools/docnotes.py",
 ]
 
