@@ -5,7 +5,8 @@ server's race clock).  The room (:mod:`server.race.room`) owns a :class:`Race`
 while it runs and turns its results into wire messages.  A move is answered
 with a plain tuple, a :data:`~protocol.wire.fast.MoveOutcome`: the fast path
 writes its frame with :func:`protocol.wire.fast.move_result_msgpack`, the
-general path makes it a ``MoveResult``.
+general path makes it a ``MoveResult``.  A racer's status changes only as
+:data:`protocol.wire.lifecycle.RACER_TRANSITIONS` allows.
 
 Sequence numbers: each player's moves carry ``seq`` 1, 2, 3, ...  A number
 already answered returns the original answer again and changes
@@ -26,6 +27,7 @@ from protocol.rules.cards import ALL_CODES
 from protocol.rules.game import DRAW, Deal, Game, PlayerView, Status, standing_key
 from protocol.rules.refusals import IllegalMoveError, Reason
 from protocol.wire.fast import FRESH, MoveOutcome, move_result_message, resent
+from protocol.wire.lifecycle import RacerEvent, next_status
 from protocol.wire.messages import MoveAction, MoveResult, PlayerStatus
 from server.race.records import MoveLogEntry, PlayerResult
 
@@ -265,7 +267,7 @@ class Race:
             self._stopped_by(racer, status, at)
         elif racer.status is not _RACING:
             # An undo out of a stuck position puts the player back in the race.
-            racer.status = _RACING
+            racer.status = next_status(racer.status, RacerEvent.UNDO)
             racer.done_ms = None
         outcome = (
             seq, action, None, position, card, uncovered, hidden, undone, tally,
@@ -276,18 +278,18 @@ class Race:
 
     def resign(self, player_id: str, now_ms: int) -> bool:
         """The player gives up; False if they were already done."""
-        return self._stop(player_id, PlayerStatus.RESIGNED, "resign", now_ms)
+        return self._stop(player_id, RacerEvent.RESIGN, "resign", now_ms)
 
     def leave(self, player_id: str, now_ms: int) -> bool:
         """The player left (or their reconnect grace ran out)."""
-        return self._stop(player_id, PlayerStatus.LEFT, "leave", now_ms)
+        return self._stop(player_id, RacerEvent.LEAVE, "leave", now_ms)
 
     def time_up(self, now_ms: int) -> list[str]:
         """The time limit is reached: everyone still racing times out (then call :meth:`end`)."""
         return [
             pid
             for pid, racer in self.racers.items()
-            if not racer.is_done and self._stop(pid, PlayerStatus.TIMED_OUT, "timeout", now_ms)
+            if not racer.is_done and self._stop(pid, RacerEvent.TIME_OUT, "timeout", now_ms)
         ]
 
     def end(self, now_ms: int) -> None:
@@ -329,12 +331,12 @@ class Race:
     def _stopped_by(self, racer: Racer, status: Status, at: int) -> None:
         """The player's game just ended: won or stuck."""
         if status is Status.WON:
-            racer.status = PlayerStatus.FINISHED
+            racer.status = next_status(racer.status, RacerEvent.WIN)
             racer.finish_ms = at + racer.penalty_ms
             racer.done_ms = at
             self.finish_order.append(racer.player_id)
         else:
-            racer.status = PlayerStatus.STUCK
+            racer.status = next_status(racer.status, RacerEvent.GET_STUCK)
             racer.done_ms = at
 
     def _refuse(
@@ -360,12 +362,12 @@ class Race:
         racer.answers.append(outcome)
         return outcome
 
-    def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
+    def _stop(self, player_id: str, event: RacerEvent, action: str, now_ms: int) -> bool:
         racer = self.racers.get(player_id)
         if racer is None or racer.status in _FINAL:
             return False
         at = self.elapsed(now_ms)
-        racer.status = status
+        racer.status = next_status(racer.status, event)
         racer.done_ms = at
         racer.log.append(0, at, action, None, True, None, None)
         return True

@@ -11,7 +11,8 @@ room limits) and raise :class:`~protocol.wire.errors.ProtocolError` for those.
 
 Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
 ``racing`` -> ``finished`` -> (every member asks for a rematch) ->
-``countdown`` ...  A room with no members closes after a grace period.
+``countdown`` ...  A room with no members closes after a grace period.  The
+phase changes only as :data:`protocol.wire.lifecycle.PHASE_TRANSITIONS` allows.
 
 The room's small value types (:class:`Identity`, :class:`Seat`,
 :class:`RoomTimings`, :class:`Fresh`) live in :mod:`server.race.room_types`, the
@@ -28,6 +29,7 @@ from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame, Difficulty
 from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.fast import FRESH, REASON, MoveOutcome, move_result_message
+from protocol.wire.lifecycle import PhaseEvent, next_phase
 from protocol.wire.messages import (
     BoardView,
     Countdown,
@@ -210,7 +212,7 @@ class Room:
             outputs += self._racer_changed(player_id, now_ms)
         if self.phase is Phase.COUNTDOWN and not self.seats:
             self._pending = None
-            self.phase = Phase.LOBBY
+            self.phase = next_phase(self.phase, PhaseEvent.ALL_LEFT)
         outputs += self._state_changed()
         return outputs + self._maybe_empty(now_ms)
 
@@ -281,20 +283,21 @@ class Room:
         ]
         if waiting:
             raise ProtocolError(ErrorCode.PLAYERS_NOT_READY, "not ready: " + ", ".join(waiting))
-        return self._begin(fresh)
+        return self._begin(fresh, PhaseEvent.START)
 
     def rematch(self, player_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
         """A member asks for a rematch; when every member has, the next race begins."""
         self.seats[player_id].ready = True
         if all(seat.ready for seat in self.seats.values()):
-            return self._begin(fresh)
+            return self._begin(fresh, PhaseEvent.REMATCH)
         return self._state_changed()
 
-    def _begin(self, fresh: Fresh) -> list[Output]:
+    def _begin(self, fresh: Fresh, event: PhaseEvent) -> list[Output]:
+        phase = next_phase(self.phase, event)
         self._ticket += 1
         seed = self.options.practice_seed or fresh.seed
         self._pending = PendingRace(self._ticket, fresh.race_id, seed)
-        self.phase = Phase.COUNTDOWN
+        self.phase = phase
         request = DealRequest(
             self._ticket, seed, self.options.rules, Difficulty(self.options.difficulty)
         )
@@ -323,7 +326,7 @@ class Room:
         if pending is None or pending.ticket != ticket:
             return []
         self._pending = None
-        self.phase = Phase.LOBBY
+        self.phase = next_phase(self.phase, PhaseEvent.DEAL_FAILED)
         outputs = self._state_changed()
         if self.host_id is not None:
             outputs.append(Send(self.host_id, Error(int(ErrorCode.BAD_SEED), reason[:200])))
@@ -333,6 +336,7 @@ class Room:
         pending = self._pending
         if pending is None or pending.dealt is None:
             return []
+        racing = next_phase(self.phase, PhaseEvent.RACE_START)
         self._pending = None
         dealt = pending.dealt
         options = self.options
@@ -349,7 +353,7 @@ class Room:
         )
         self.race, self.dealt, self.race_id = race, dealt, pending.race_id
         self.commitment = commitment(dealt.seed, dealt.rules)
-        self.phase = Phase.RACING
+        self.phase = racing
         self._dirty.clear()
         view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
         outputs: list[Output] = [
@@ -519,12 +523,13 @@ class Room:
         race, dealt, race_id = self.race, self.dealt, self.race_id
         if race is None or dealt is None or race_id is None or race.over:
             return []
+        finished = next_phase(self.phase, PhaseEvent.RACE_END)
         race.end(now_ms)
         self._dirty.update(race.racers)
         outputs = self._flush_progress(now_ms)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
-        self.phase = Phase.FINISHED
+        self.phase = finished
         for seat in self.seats.values():
             seat.ready = False
         outputs += [
