@@ -30,6 +30,7 @@ from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
+from protocol.wire.fast import REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import move_allowed
 from server import ids, logs
 from server.config import Settings
@@ -441,10 +442,11 @@ class Hub:
         """Answer ``frame`` if it is a plain msgpack move from a racing player; False to take
         the general path.
 
-        A frame that :func:`protocol.wire.codec.parse_move` accepts, from a member
+        A frame that :func:`protocol.wire.fast.parse_move` accepts, from a member
         the life-cycle table lets move, goes straight to :meth:`Room.answer_move`,
-        whose answer comes ready to send.  Every check still happens (the engine's,
-        the sequence number's), and anything else goes the general way, so replies
+        whose answer :func:`protocol.wire.fast.move_result_msgpack` writes.  Every check
+        still happens (the engine's, the sequence number's), and anything else goes the
+        general way, so replies
         and error codes are those of the general path (``tests/server/test_fastpath.py``
         compares them).  The caller has spent the frame's credit and checked the
         connection speaks msgpack.
@@ -461,19 +463,20 @@ class Hub:
         # names the refusal.
         if not move_allowed(room.phase, _PLAYER if pid in room.seats else None):
             return False
-        move = codec.parse_move(frame)
+        move = parse_move(frame)
         if move is None:
             return False
         seq, action, position = move
         started = self._move_started()
         try:
-            answer, reason, outputs = room.answer_move(pid, seq, action, position, now_ms)
+            outcome, outputs = room.answer_move(pid, seq, action, position, now_ms)
         except ProtocolError as exc:
             self.error(conn, exc.code, exc.message, ref=_MOVE_TAG, seq=exc.seq or seq)
             return True
-        conn.send(answer)
+        conn.send(move_result_msgpack(outcome))
         hot = self.metrics.hot
         hot.frames_sent += 1
+        reason = outcome[REASON]
         if reason is None:
             hot.moves += 1
         else:

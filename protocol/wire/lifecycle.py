@@ -10,14 +10,22 @@ A connection is in one of three stages: before ``hello``, after ``hello``
 but outside any room, or in a room, where the room's :class:`Phase` and the
 connection's :class:`Role` pick the row of :data:`ALLOWED`.  Host-only
 messages (:data:`HOST_ONLY`) also need the sender to be the host.
+
+Everything that changes a room's phase or a racer's status lives in this
+table too: :data:`PHASE_TRANSITIONS` and :data:`RACER_TRANSITIONS` map a state
+and an event to the next state, and :func:`next_phase` and
+:func:`next_status` refuse anything else with :class:`LifecycleError`, a
+:class:`~protocol.wire.errors.ProtocolError` with code ``NOT_ALLOWED_NOW``.  A
+client never meets it from a server: :func:`refusal` turns its message away first.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Final
 
-from protocol.wire.errors import ErrorCode
-from protocol.wire.messages import Phase, Role
+from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.messages import Phase, PlayerStatus, Role
 
 #: Allowed before ``hello``.
 BEFORE_HELLO: Final = frozenset({"hello"})
@@ -84,3 +92,93 @@ _MOVE_ROWS: Final = frozenset(row for row, tags in ALLOWED.items() if "move" in 
 def move_allowed(phase: Phase, role: Role | None) -> bool:
     """``refusal("move", True, phase, role) is None``, precomputed (the move fast path)."""
     return (phase, role) in _MOVE_ROWS
+
+
+# ---- phase and racer-status transitions ----------------------------------------------
+class PhaseEvent(enum.StrEnum):
+    """What moves a room from one phase to the next."""
+
+    START = "start"  #: the host starts the race
+    REMATCH = "rematch"  #: the last member asks for a rematch
+    DEAL_FAILED = "deal_failed"  #: the deal cannot be made (a practice seed)
+    ALL_LEFT = "all_left"  #: every member left during the countdown
+    RACE_START = "race_start"  #: the deal is ready and the countdown is over
+    RACE_END = "race_end"  #: everyone is done, the time is up, or the server stops
+
+
+class RacerEvent(enum.StrEnum):
+    """What changes a racer's status."""
+
+    WIN = "win"  #: the last peak card is played
+    GET_STUCK = "get_stuck"  #: no move is left but an undo
+    UNDO = "undo"  #: an undo out of a stuck position
+    RESIGN = "resign"
+    LEAVE = "leave"  #: the player left, or their reconnect grace ran out
+    TIME_OUT = "time_out"  #: the time limit ended the race
+
+
+#: ``(phase, event) -> next phase``; the room starts in ``lobby``.
+PHASE_TRANSITIONS: Final[dict[tuple[Phase, PhaseEvent], Phase]] = {
+    (Phase.LOBBY, PhaseEvent.START): Phase.COUNTDOWN,
+    (Phase.FINISHED, PhaseEvent.REMATCH): Phase.COUNTDOWN,
+    (Phase.COUNTDOWN, PhaseEvent.DEAL_FAILED): Phase.LOBBY,
+    (Phase.COUNTDOWN, PhaseEvent.ALL_LEFT): Phase.LOBBY,
+    (Phase.COUNTDOWN, PhaseEvent.RACE_START): Phase.RACING,
+    (Phase.RACING, PhaseEvent.RACE_END): Phase.FINISHED,
+}
+
+_STOPS: Final = {
+    RacerEvent.RESIGN: PlayerStatus.RESIGNED,
+    RacerEvent.LEAVE: PlayerStatus.LEFT,
+    RacerEvent.TIME_OUT: PlayerStatus.TIMED_OUT,
+}
+
+#: ``(status, event) -> next status``; every racer starts ``racing``.  A stuck racer
+#: may undo (when the room allows it) and race on, or stop.
+RACER_TRANSITIONS: Final[dict[tuple[PlayerStatus, RacerEvent], PlayerStatus]] = {
+    (PlayerStatus.RACING, RacerEvent.WIN): PlayerStatus.FINISHED,
+    (PlayerStatus.RACING, RacerEvent.GET_STUCK): PlayerStatus.STUCK,
+    (PlayerStatus.STUCK, RacerEvent.UNDO): PlayerStatus.RACING,
+    **{(status, event): stop for status in (PlayerStatus.RACING, PlayerStatus.STUCK)
+       for event, stop in _STOPS.items()},
+}
+
+
+class LifecycleError(ProtocolError):
+    """A phase or status change the transition tables do not hold (``NOT_ALLOWED_NOW``)."""
+
+    def __init__(self, state: Phase | PlayerStatus, event: PhaseEvent | RacerEvent) -> None:
+        self.state = state
+        self.event = event
+        super().__init__(
+            ErrorCode.NOT_ALLOWED_NOW, f"no transition from {state.value!r} on {event.value!r}"
+        )
+
+
+def next_phase(phase: Phase, event: PhaseEvent) -> Phase:
+    """The phase after ``event`` (:data:`PHASE_TRANSITIONS`), or :class:`LifecycleError`."""
+    after = PHASE_TRANSITIONS.get((phase, event))
+    if after is None:
+        raise LifecycleError(phase, event)
+    return after
+
+
+def next_status(status: PlayerStatus, event: RacerEvent) -> PlayerStatus:
+    """The racer status after ``event`` (:data:`RACER_TRANSITIONS`), or :class:`LifecycleError`."""
+    after = RACER_TRANSITIONS.get((status, event))
+    if after is None:
+        raise LifecycleError(status, event)
+    return after
+
+
+def transition_rows() -> list[tuple[str, str, str]]:
+    """Both tables as ``(from, event, to)`` rows of names, phases first (for docs and tests)."""
+    tables: tuple[dict[tuple[Phase, PhaseEvent], Phase]
+                  | dict[tuple[PlayerStatus, RacerEvent], PlayerStatus], ...] = (
+        PHASE_TRANSITIONS, RACER_TRANSITIONS,
+    )
+    return [
+        (state.value, event.value, after.value)
+        for table in tables
+        for (state, event), after in table.items()
+    ]

@@ -2,7 +2,11 @@
 
 No I/O and no clock: each call takes ``now_ms`` (milliseconds on the
 server's race clock).  The room (:mod:`server.race.room`) owns a :class:`Race`
-while it runs and turns its results into wire messages.
+while it runs and turns its results into wire messages.  A move is answered
+with a plain tuple, a :data:`~protocol.wire.fast.MoveOutcome`: the fast path
+writes its frame with :func:`protocol.wire.fast.move_result_msgpack`, the
+general path makes it a ``MoveResult``.  A racer's status changes only as
+:data:`protocol.wire.lifecycle.RACER_TRANSITIONS` allows.
 
 Sequence numbers: each player's moves carry ``seq`` 1, 2, 3, ...  A number
 already answered returns the original answer again and changes
@@ -17,15 +21,14 @@ import struct
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
-
-import msgpack
+from typing import Final
 
 from protocol.rules.cards import ALL_CODES
 from protocol.rules.game import DRAW, Deal, Game, PlayerView, Status, standing_key
 from protocol.rules.refusals import IllegalMoveError, Reason
-from protocol.wire.codec import pack_wire
-from protocol.wire.messages import MoveAction, MoveResult, PlayerStatus, Uncovered
+from protocol.wire.fast import FRESH, MoveOutcome, move_result_message, resent
+from protocol.wire.lifecycle import RacerEvent, next_status
+from protocol.wire.messages import MoveAction, MoveResult, PlayerStatus
 from server.race.records import MoveLogEntry, PlayerResult
 
 #: How many answered moves each player can have resent after a reconnect.
@@ -122,9 +125,8 @@ class Racer:
     game: Game
     status: PlayerStatus = PlayerStatus.RACING
     last_seq: int = 0
-    #: The frames of the last answers (seqs up to ``last_seq``), for resends.  Bytes give
-    #: the collector no work.
-    answers: deque[bytes] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
+    #: The last answers (seqs up to ``last_seq``), for resends.
+    answers: deque[MoveOutcome] = field(default_factory=lambda: deque(maxlen=RESULT_MEMORY))
     #: Every move attempt (and how the player stopped), for the stored race.
     log: MoveLog = field(default_factory=MoveLog)
     refusals_logged: int = 0
@@ -172,8 +174,8 @@ class Race:
             for pid, name, is_bot in players
         }
         self.finish_order: list[str] = []
-        #: ``uncovered`` entries of the answers, packed once per race.
-        self.uncovered = uncovered_pieces(deal.peaks)
+        #: ``uncovered`` entries of the answers, ``(position, card)``, made once per race.
+        self.faces: tuple[tuple[int, int], ...] = tuple(enumerate(deal.peaks))
         self.over = False
         self.end_ms: int | None = None
 
@@ -200,26 +202,20 @@ class Race:
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
     ) -> tuple[MoveResult, bool]:
         """Apply one move; return its result and whether it is a fresh (not resent) answer."""
-        answer = self.answer(player_id, seq, action, position, now_ms)
-        return answer.message(), answer.fresh
+        outcome = self.answer(player_id, seq, action, position, now_ms)
+        return move_result_message(outcome), outcome[FRESH]
 
     def answer(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> Answer:
-        """:meth:`move` as the server sends it: the ``move_result`` frame, packed (msgpack).
-
-        The frame is what ``codec.encode_msgpack`` makes of the :class:`MoveResult`
-        (``tests/server/test_fastpath.py`` checks it), built without the message.
-        Answers are remembered as these bytes: compact, and no work for the
-        garbage collector.
-        """
-        return Answer(*self.respond(self.racers[player_id], seq, action, position, now_ms))
+    ) -> MoveOutcome:
+        """:meth:`move` as the server's fast path takes it: the
+        :data:`~protocol.wire.fast.MoveOutcome` (``protocol.wire.fast`` writes its frame)."""
+        return self.respond(self.racers[player_id], seq, action, position, now_ms)
 
     def respond(
         self, racer: Racer, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> tuple[bytes, Reason | None, bool]:
-        """:meth:`answer` for the server's hot path, for one of this race's racers: a plain
-        tuple ``(frame, reason, fresh)``."""
+    ) -> MoveOutcome:
+        """:meth:`answer` for the server's hot path, for one of this race's racers."""
         if seq != racer.last_seq + 1:
             return self._resent(racer, seq)
         racer.last_seq = seq
@@ -227,93 +223,73 @@ class Race:
         if at < 0:
             at = 0
         if self.over or racer.status in _FINAL:
-            return self._refuse(racer, seq, action, position, Reason.GAME_OVER, at), (
-                Reason.GAME_OVER
-            ), True
+            return self._refuse(racer, seq, action, position, Reason.GAME_OVER, at)
         game = racer.game
+        uncovered: tuple[tuple[int, int], ...] = ()
+        hidden: tuple[int, ...] = ()
+        undone = None
         try:
             if action is _PLAY:
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
                 turned = game.play(position)
                 card = game.deal.peaks[position]
-                # A card lies on at most two others: it turns up none, one or two.
-                items = self.uncovered
-                if not turned:
-                    uncovered = _EMPTY_LIST
-                elif len(turned) == 1:
-                    uncovered = _LIST_OF_ONE + items[turned[0]]
-                else:
-                    uncovered = _LIST_OF_TWO + items[turned[0]] + items[turned[1]]
-                middle = _PLAY_MIDDLE % (_INTS[position], _CARDS[card], uncovered)
+                if turned:
+                    # A card lies on at most two others: it turns up one or two.
+                    faces = self.faces
+                    uncovered = (
+                        (faces[turned[0]],) if len(turned) == 1
+                        else (faces[turned[0]], faces[turned[1]])
+                    )
                 racer.cleared_at_ms = at
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
             elif action is _DRAW:
-                card = game.draw()
-                middle = _DRAW_MIDDLE % _CARDS[card]
+                card, position = game.draw(), None
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_DRAW, -1, 1, -1, card))
             else:
-                undone, hidden = game.take_back()
+                taken, hidden = game.take_back()
                 racer.penalty_ms += self.undo_penalty_ms
                 racer.cleared_at_ms = at
-                if undone == DRAW:
-                    middle = _UNDO_DRAW_MIDDLE
+                if taken == DRAW:
+                    undone, position, card = _DRAW, None, None
                     racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, -1, 1, -1, -1))
                 else:
-                    assert isinstance(undone, int)
-                    card = game.deal.peaks[undone]
-                    middle = _UNDO_PLAY_MIDDLE % (
-                        _INTS[undone], _CARDS[card], bytes((0x90 + len(hidden), *hidden))
-                    )
-                    racer.log.ints.frombytes(
-                        _pack_entry(seq, at, _LOG_UNDO, undone, 1, -1, card)
-                    )
+                    assert isinstance(taken, int)
+                    undone, position, card = _PLAY, taken, game.deal.peaks[taken]
+                    racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, taken, 1, -1, card))
         except IllegalMoveError as refusal:
-            reason = refusal.reason
             if action is _DRAW:
                 position = None  # a draw has none, even if the caller gave one
-            return self._refuse(racer, seq, action, position, reason, at), reason, True
-        top, stock, cleared, moves, draws, undos, status = game.tally()
-        if status is _PLAYING:
-            status_bytes = _PLAYING_BYTES
-            if racer.status is not _RACING:
-                # An undo out of a stuck position puts the player back in the race.
-                racer.status = _RACING
-                racer.done_ms = None
-        else:
+            return self._refuse(racer, seq, action, position, refusal.reason, at)
+        tally = game.tally()
+        status = tally[6]
+        if status is not _PLAYING:
             self._stopped_by(racer, status, at)
-            status_bytes = _STATUS_BYTES[status]
-        ints, n, penalty = _INTS, _INTS_KNOWN, racer.penalty_ms
-        frame = _FRAME % (
-            ints[seq] if seq < n else pack_wire(seq),
-            middle,
-            _NIL if top is None else _CARDS[top],
-            ints[stock],
-            ints[cleared],
-            ints[moves] if moves < n else pack_wire(moves),
-            ints[draws] if draws < n else pack_wire(draws),
-            ints[undos] if undos < n else pack_wire(undos),
-            status_bytes,
-            ints[penalty] if penalty < n else pack_wire(penalty),
-            ints[at] if at < n else pack_wire(at),
+        elif racer.status is not _RACING:
+            # An undo out of a stuck position puts the player back in the race.
+            racer.status = next_status(racer.status, RacerEvent.UNDO)
+            racer.done_ms = None
+        outcome = (
+            seq, action, None, position, card, uncovered, hidden, undone, tally,
+            racer.penalty_ms, at, True,
         )
-        racer.answers.append(frame)
-        return frame, None, True
+        racer.answers.append(outcome)
+        return outcome
 
     def resign(self, player_id: str, now_ms: int) -> bool:
         """The player gives up; False if they were already done."""
-        return self._stop(player_id, PlayerStatus.RESIGNED, "resign", now_ms)
+        return self._stop(player_id, RacerEvent.RESIGN, "resign", now_ms)
 
     def leave(self, player_id: str, now_ms: int) -> bool:
         """The player left (or their reconnect grace ran out)."""
-        return self._stop(player_id, PlayerStatus.LEFT, "leave", now_ms)
+        return self._stop(player_id, RacerEvent.LEAVE, "leave", now_ms)
 
     def time_up(self, now_ms: int) -> list[str]:
         """The time limit is reached: everyone still racing times out (then call :meth:`end`)."""
         return [
             pid
             for pid, racer in self.racers.items()
-            if not racer.is_done and self._stop(pid, PlayerStatus.TIMED_OUT, "timeout", now_ms)
+            if not racer.is_done and self._stop(pid, RacerEvent.TIME_OUT, "timeout", now_ms)
         ]
 
     def end(self, now_ms: int) -> None:
@@ -344,25 +320,23 @@ class Race:
         )
 
     # ---- internals -----------------------------------------------------
-    def _resent(self, racer: Racer, seq: int) -> tuple[bytes, Reason | None, bool]:
+    def _resent(self, racer: Racer, seq: int) -> MoveOutcome:
         """A seq that is not the next one: the remembered answer, or :class:`SeqOutOfOrder`."""
         last = racer.last_seq
         back = last - seq  # answers[-1] is the answer to last_seq
         if seq > last or back >= len(racer.answers):
             raise SeqOutOfOrder(last + 1, seq)
-        frame = racer.answers[-1 - back]
-        reason = msgpack.unpackb(frame)["reason"]  # resends are rare: read it back
-        return frame, None if reason is None else Reason(reason), False
+        return resent(racer.answers[-1 - back])
 
     def _stopped_by(self, racer: Racer, status: Status, at: int) -> None:
         """The player's game just ended: won or stuck."""
         if status is Status.WON:
-            racer.status = PlayerStatus.FINISHED
+            racer.status = next_status(racer.status, RacerEvent.WIN)
             racer.finish_ms = at + racer.penalty_ms
             racer.done_ms = at
             self.finish_order.append(racer.player_id)
         else:
-            racer.status = PlayerStatus.STUCK
+            racer.status = next_status(racer.status, RacerEvent.GET_STUCK)
             racer.done_ms = at
 
     def _refuse(
@@ -373,148 +347,35 @@ class Race:
         position: int | None,
         reason: Reason,
         at: int,
-    ) -> bytes:
-        """Log a refused move (up to :data:`MAX_REFUSALS_LOGGED`); remember and return its frame."""
+    ) -> MoveOutcome:
+        """Log a refused move (up to :data:`MAX_REFUSALS_LOGGED`); remember and return the
+        answer."""
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
             racer.log.append(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
         if position is not None and position > 255:
-            position = None
-        middle = _REFUSED_MIDDLE % (pack_wire(action), pack_wire(reason), pack_wire(position))
-        frame = _frame(racer, seq, middle, at)
-        racer.answers.append(frame)
-        return frame
+            position = None  # the answer's position is what a move may name on the wire
+        outcome: MoveOutcome = (
+            seq, action, reason, position, None, (), (), None, racer.game.tally(),
+            racer.penalty_ms, at, True,
+        )
+        racer.answers.append(outcome)
+        return outcome
 
-    def _stop(self, player_id: str, status: PlayerStatus, action: str, now_ms: int) -> bool:
+    def _stop(self, player_id: str, event: RacerEvent, action: str, now_ms: int) -> bool:
         racer = self.racers.get(player_id)
         if racer is None or racer.status in _FINAL:
             return False
         at = self.elapsed(now_ms)
-        racer.status = status
+        racer.status = next_status(racer.status, event)
         racer.done_ms = at
         racer.log.append(0, at, action, None, True, None, None)
         return True
 
 
-class Answer(NamedTuple):
-    """The answer to one move: its ``move_result`` frame (msgpack), why it was refused
-    (``None``: accepted) and whether it is fresh (not a resend)."""
-
-    frame: bytes
-    reason: Reason | None
-    fresh: bool
-
-    def message(self) -> MoveResult:
-        """The answer as a :class:`MoveResult` (for the general path and tests)."""
-        return message_of(msgpack.unpackb(self.frame))
-
-
-_STATUS_OF_NAME: Final = {status.value: status for status in Status}
-
-# ---- the answer frame, from pre-packed pieces ---------------------------------
-# An answer is the msgpack map of a MoveResult, keys in the codec's order.  Packing a
-# 19-key dict per move costs more than the move, and most of the map is the same from
-# one answer to the next: the keys, and per kind of answer most values.  So the frame
-# is a byte template (``%b`` where a value goes) filled with ready-packed values.
-# tests/server/test_fastpath.py holds every kind of answer to the codec's bytes.
 _PLAY, _DRAW = MoveAction.PLAY, MoveAction.DRAW
 _RACING: Final = PlayerStatus.RACING
-_NIL: Final = b"\xc0"
-_EMPTY_LIST, _LIST_OF_ONE, _LIST_OF_TWO = b"\x90", b"\x91", b"\x92"
-_SLOT: Final = object()
-#: Small non-negative integers, packed (larger ones are packed when needed).
-_INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
-_INTS_KNOWN: Final = len(_INTS)
-_CARDS: Final = tuple(pack_wire(code) for code in ALL_CODES)
 _PLAYING: Final = Status.PLAYING
-_PLAYING_BYTES: Final = pack_wire(_PLAYING.value)
-_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
-
-
-def _int(value: int) -> bytes:
-    return _INTS[value] if 0 <= value < _INTS_KNOWN else bytes(pack_wire(value))
-
-
-def _pieces(keys: tuple[str, ...], values: tuple[object, ...]) -> bytes:
-    """Each key packed, followed by its value packed, or by ``%b`` where the value is
-    :data:`_SLOT` (filled in per answer)."""
-    out = b"".join(
-        pack_wire(key) + (b"%b" if value is _SLOT else pack_wire(value))
-        for key, value in zip(keys, values, strict=True)
-    )
-    assert out.count(b"%") == out.count(b"%b"), "a packed constant must not look like a slot"
-    return out
-
-
-_MIDDLE_KEYS: Final = (
-    "action", "accepted", "reason", "position", "card", "uncovered", "hidden", "undone"
-)
-_TAIL_KEYS: Final = (
-    "waste_top", "stock_left", "cleared", "moves", "draws", "undos", "status", "penalty_ms",
-    "elapsed_ms",
-)
-#: ``%`` (seq, middle, then the tail's values): the whole frame.
-_FRAME: Final[bytes] = (
-    msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
-    + _pieces(("t", "seq"), (MoveResult.TAG, _SLOT))
-    + b"%b"
-    + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
-)
-# The middles, by kind of answer.  ``hidden`` is an empty list where the codec writes
-# the message's empty tuple.
-_PLAY_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("play", True, None, _SLOT, _SLOT, _SLOT, [], None))
-_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("draw", True, None, None, _SLOT, [], [], None))
-_UNDO_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("undo", True, None, None, None, [], [], "draw"))
-_UNDO_PLAY_MIDDLE: Final = _pieces(
-    _MIDDLE_KEYS, ("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
-)
-_REFUSED_MIDDLE: Final = _pieces(
-    _MIDDLE_KEYS, (_SLOT, False, _SLOT, _SLOT, None, [], [], None)
-)
-
-
-def uncovered_pieces(peaks: tuple[int, ...]) -> tuple[bytes, ...]:
-    """Each position's entry of ``uncovered`` (``{"position": p, "card": code}``), packed."""
-    return tuple(
-        pack_wire({"position": p, "card": ALL_CODES[card]}) for p, card in enumerate(peaks)
-    )
-
-
-def _frame(racer: Racer, seq: int, middle: bytes, at: int) -> bytes:
-    """The answer's frame: ``middle`` (packed from ``action`` to ``undone``) and the rest
-    from the player's state.  (:meth:`Race.respond` writes this out for accepted moves.)"""
-    top, stock, cleared, moves, draws, undos, status = racer.game.tally()
-    return _FRAME % (
-        _int(seq), middle, _NIL if top is None else _CARDS[top], _int(stock), _int(cleared),
-        _int(moves), _int(draws), _int(undos), _STATUS_BYTES[status], _int(racer.penalty_ms),
-        _int(at),
-    )
-
-
-def message_of(wire: dict[str, Any]) -> MoveResult:
-    """The :class:`MoveResult` whose wire map is ``wire`` (built by :meth:`Race.answer`,
-    or unpacked from its frame)."""
-    reason, undone = wire["reason"], wire["undone"]
-    return MoveResult(
-        seq=wire["seq"],
-        action=MoveAction(wire["action"]),
-        accepted=wire["accepted"],
-        reason=None if reason is None else Reason(reason),
-        position=wire["position"],
-        card=wire["card"],
-        uncovered=tuple(Uncovered(u["position"], u["card"]) for u in wire["uncovered"]),
-        hidden=tuple(wire["hidden"]),
-        undone=None if undone is None else MoveAction(undone),
-        waste_top=wire["waste_top"],
-        stock_left=wire["stock_left"],
-        cleared=wire["cleared"],
-        moves=wire["moves"],
-        draws=wire["draws"],
-        undos=wire["undos"],
-        status=_STATUS_OF_NAME[wire["status"]],
-        penalty_ms=wire["penalty_ms"],
-        elapsed_ms=wire["elapsed_ms"],
-    )
 
 
 _FINAL: Final = frozenset(

@@ -11,7 +11,8 @@ room limits) and raise :class:`~protocol.wire.errors.ProtocolError` for those.
 
 Phases: ``lobby`` -> ``countdown`` (dealing, then counting down) ->
 ``racing`` -> ``finished`` -> (every member asks for a rematch) ->
-``countdown`` ...  A room with no members closes after a grace period.
+``countdown`` ...  A room with no members closes after a grace period.  The
+phase changes only as :data:`protocol.wire.lifecycle.PHASE_TRANSITIONS` allows.
 
 The room's small value types (:class:`Identity`, :class:`Seat`,
 :class:`RoomTimings`, :class:`Fresh`) live in :mod:`server.race.room_types`, the
@@ -26,8 +27,9 @@ from typing import Final
 
 from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame, Difficulty
-from protocol.rules.refusals import Reason
 from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.fast import FRESH, REASON, MoveOutcome, move_result_message
+from protocol.wire.lifecycle import PhaseEvent, next_phase
 from protocol.wire.messages import (
     BoardView,
     Countdown,
@@ -64,7 +66,7 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.progress import boards_wanted, current_boards, progress_frames
-from server.race.race import Answer, Race, Racer, SeqOutOfOrder
+from server.race.race import Race, Racer, SeqOutOfOrder
 from server.race.results import race_outcome
 from server.race.room_types import Fresh, Identity, PendingRace, RoomTimings, Seat
 
@@ -210,7 +212,7 @@ class Room:
             outputs += self._racer_changed(player_id, now_ms)
         if self.phase is Phase.COUNTDOWN and not self.seats:
             self._pending = None
-            self.phase = Phase.LOBBY
+            self.phase = next_phase(self.phase, PhaseEvent.ALL_LEFT)
         outputs += self._state_changed()
         return outputs + self._maybe_empty(now_ms)
 
@@ -281,20 +283,21 @@ class Room:
         ]
         if waiting:
             raise ProtocolError(ErrorCode.PLAYERS_NOT_READY, "not ready: " + ", ".join(waiting))
-        return self._begin(fresh)
+        return self._begin(fresh, PhaseEvent.START)
 
     def rematch(self, player_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
         """A member asks for a rematch; when every member has, the next race begins."""
         self.seats[player_id].ready = True
         if all(seat.ready for seat in self.seats.values()):
-            return self._begin(fresh)
+            return self._begin(fresh, PhaseEvent.REMATCH)
         return self._state_changed()
 
-    def _begin(self, fresh: Fresh) -> list[Output]:
+    def _begin(self, fresh: Fresh, event: PhaseEvent) -> list[Output]:
+        phase = next_phase(self.phase, event)
         self._ticket += 1
         seed = self.options.practice_seed or fresh.seed
         self._pending = PendingRace(self._ticket, fresh.race_id, seed)
-        self.phase = Phase.COUNTDOWN
+        self.phase = phase
         request = DealRequest(
             self._ticket, seed, self.options.rules, Difficulty(self.options.difficulty)
         )
@@ -323,7 +326,7 @@ class Room:
         if pending is None or pending.ticket != ticket:
             return []
         self._pending = None
-        self.phase = Phase.LOBBY
+        self.phase = next_phase(self.phase, PhaseEvent.DEAL_FAILED)
         outputs = self._state_changed()
         if self.host_id is not None:
             outputs.append(Send(self.host_id, Error(int(ErrorCode.BAD_SEED), reason[:200])))
@@ -333,6 +336,7 @@ class Room:
         pending = self._pending
         if pending is None or pending.dealt is None:
             return []
+        racing = next_phase(self.phase, PhaseEvent.RACE_START)
         self._pending = None
         dealt = pending.dealt
         options = self.options
@@ -349,7 +353,7 @@ class Room:
         )
         self.race, self.dealt, self.race_id = race, dealt, pending.race_id
         self.commitment = commitment(dealt.seed, dealt.rules)
-        self.phase = Phase.RACING
+        self.phase = racing
         self._dirty.clear()
         view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
         outputs: list[Output] = [
@@ -375,16 +379,16 @@ class Room:
 
     def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
         """A player's move: checked by the engine, answered to that player only."""
-        frame, reason, outputs = self.answer_move(
+        outcome, outputs = self.answer_move(
             player_id, request.seq, request.action, request.position, now_ms
         )
-        return [Send(player_id, Answer(frame, reason, True).message()), *outputs]
+        return [Send(player_id, move_result_message(outcome)), *outputs]
 
     def answer_move(
         self, player_id: str, seq: int, action: MoveAction, position: int | None, now_ms: int
-    ) -> tuple[bytes, Reason | None, Sequence[Output]]:
-        """:meth:`move` for the server's hot path: the answer's frame (:meth:`Race.answer`),
-        why the move was refused (``None``: accepted), and the outputs that follow."""
+    ) -> tuple[MoveOutcome, Sequence[Output]]:
+        """:meth:`move` for the server's hot path: the answer (:meth:`Race.respond`; its
+        ``[REASON]`` is ``None`` when the move was made) and the outputs that follow."""
         race = self.race
         racer = race.racers.get(player_id) if race is not None else None
         if racer is None:
@@ -392,18 +396,18 @@ class Room:
         assert race is not None
         before = racer.status
         try:
-            frame, reason, fresh = race.respond(racer, seq, action, position, now_ms)
+            outcome = race.respond(racer, seq, action, position, now_ms)
         except SeqOutOfOrder as exc:
             raise ProtocolError(ErrorCode.SEQ_OUT_OF_ORDER, str(exc), seq=seq) from None
-        if not fresh or reason is not None:
-            return frame, reason, ()
+        if outcome[REASON] is not None or not outcome[FRESH]:
+            return outcome, ()
         self._dirty.add(player_id)
         # A racer who is not done (stuck with undo allowed, or back from stuck) cannot
         # finish the race: only a flush to schedule, if none is due yet.
         ended = racer.status is not before and racer.is_done
         if self._progress_due is not None and not ended:
-            return frame, None, ()  # the usual move: the progress flush is already due
-        return frame, None, self._moved(racer, ended, now_ms)
+            return outcome, ()  # the usual move: the progress flush is already due
+        return outcome, self._moved(racer, ended, now_ms)
 
     def _moved(self, racer: Racer, ended: bool, now_ms: int) -> list[Output]:
         outputs = self._mark_dirty(racer.player_id, now_ms)
@@ -519,12 +523,13 @@ class Room:
         race, dealt, race_id = self.race, self.dealt, self.race_id
         if race is None or dealt is None or race_id is None or race.over:
             return []
+        finished = next_phase(self.phase, PhaseEvent.RACE_END)
         race.end(now_ms)
         self._dirty.update(race.racers)
         outputs = self._flush_progress(now_ms)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
-        self.phase = Phase.FINISHED
+        self.phase = finished
         for seat in self.seats.values():
             seat.ready = False
         outputs += [

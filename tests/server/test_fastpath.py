@@ -1,15 +1,17 @@
 """The move fast path gives exactly what the general path gives: same decisions, same bytes.
 
-``protocol.wire.codec.parse_move`` must accept only frames the full decoder turns
-into the same move; ``Race.answer`` must build the very map the codec writes
-for the ``MoveResult`` the race returns; the server must answer odd move
-frames with the general path's error codes; and frames written straight to
-the socket (``server.transport.framing``) must reach a real client intact.
+``Race.answer``'s outcome, written by ``protocol.wire.fast.move_result_msgpack``,
+must be the very bytes the codec writes for the ``MoveResult`` the race returns
+(``tests/protocol/wire/test_fast.py`` holds ``parse_move`` to the decoder); the
+server must answer odd move frames with the general path's error codes; and
+frames written straight to the socket (``server.transport.framing``) must
+reach a real client intact.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import cast
 
@@ -22,14 +24,26 @@ from hypothesis import strategies as st
 
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.cards import card_code
-from protocol.rules.game import DRAW, HIDDEN, Game, Rules, Status
+from protocol.rules.game import DRAW, HIDDEN, Deal, Game, Move, Rules, Status
 from protocol.rules.layout import COVERED_BY
 from protocol.rules.refusals import IllegalMoveError, Reason
-from protocol.wire import codec
+from protocol.wire import codec, fast
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
+from protocol.wire.fast import (
+    ACTION,
+    FRESH,
+    POSITION,
+    REASON,
+    UNCOVERED,
+    UNDONE,
+    MoveOutcome,
+    move_result_message,
+    move_result_msgpack,
+    resent,
+)
 from server.race.outputs import Output, SetTimer, ToPlayers
-from server.race.race import Race, SeqOutOfOrder, message_of
+from server.race.race import Race, SeqOutOfOrder
 from server.race.ratelimit import CreditBucket
 from server.race.records import MoveLogEntry
 from server.race.room import PROGRESS_TIMER, Room
@@ -41,32 +55,6 @@ from tests.serverutil import open_room, running_server
 DEALT = deal_for_seed("42", Rules())
 DEALT_NO_WRAP = deal_for_seed("7", Rules(wrap=False, empty_waste=True))
 
-KEYS = st.sampled_from(["t", "seq", "action", "position", "x", "Seq"])
-VALUES = st.one_of(
-    st.sampled_from(["move", "play", "draw", "undo", "ping", "PLAY", ""]),
-    st.integers(min_value=-3, max_value=300),
-    st.sampled_from([0, 1, m.MAX_SEQ, m.MAX_SEQ + 1, 2**40, 2**64 - 1, -(2**63)]),
-    st.booleans(),
-    st.none(),
-    st.floats(allow_nan=False, width=64),
-    st.binary(max_size=4),
-    st.lists(st.integers(0, 3), max_size=2),
-)
-
-
-def _move_like_map() -> st.SearchStrategy[dict[str, object]]:
-    plain = st.fixed_dictionaries(
-        {"t": st.just("move"), "seq": st.integers(1, 2**31 - 1),
-         "action": st.sampled_from(["play", "draw", "undo"])},
-        optional={"position": st.one_of(st.none(), st.integers(0, 255))},
-    )
-    return st.one_of(plain, st.dictionaries(KEYS, VALUES, max_size=6), plain.flatmap(_spoil))
-
-
-def _spoil(base: dict[str, object]) -> st.SearchStrategy[dict[str, object]]:
-    return st.tuples(KEYS, VALUES).map(lambda kv: {**base, kv[0]: kv[1]})
-
-
 def _decoded(frame: bytes) -> tuple[int, m.MoveAction, int | None] | ErrorCode | str:
     try:
         message = codec.decode(frame, codec.Encoding.MSGPACK)
@@ -75,47 +63,6 @@ def _decoded(frame: bytes) -> tuple[int, m.MoveAction, int | None] | ErrorCode |
     if not isinstance(message, m.MoveRequest):
         return message.TAG
     return message.seq, message.action, message.position
-
-
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-@given(_move_like_map())
-def test_parse_move_accepts_only_what_the_full_decoder_reads_as_the_same_move(
-    wire: dict[str, object],
-) -> None:
-    frame = msgpack.packb(wire)
-    fast = codec.parse_move(frame)
-    if fast is not None:
-        assert _decoded(frame) == fast
-    elif isinstance(_decoded(frame), tuple):
-        # The fast path may decline a valid move only when its frame is unusually shaped.
-        assert len(frame) > 64 or frame[0] & 0xF0 != 0x80
-
-
-@given(st.binary(max_size=80))
-def test_parse_move_declines_or_agrees_on_arbitrary_bytes(frame: bytes) -> None:
-    fast = codec.parse_move(frame)
-    assert fast is None or _decoded(frame) == fast
-
-
-def test_parse_move_declines_duplicate_keys_timestamps_and_non_string_keys() -> None:
-    dup = b"\x84\xa1t\xa4move\xa3seq\x01\xa6action\xa4draw\xa3seq\x02"
-    assert codec.parse_move(dup) is None and _decoded(dup) is ErrorCode.DUPLICATE_KEY
-    stamp = msgpack.packb({"t": "move", "seq": msgpack.Timestamp(1), "action": "draw"})
-    assert codec.parse_move(stamp) is None and _decoded(stamp) is ErrorCode.EXTENSION_TYPE
-    bkey = msgpack.packb({"t": "move", "seq": 1, "action": "draw", b"position": None})
-    assert codec.parse_move(bkey) is None
-    assert codec.parse_move(b"") is None and codec.parse_move(b"\x80") is None
-
-
-def test_parse_move_takes_every_plain_move_the_clients_send() -> None:
-    for request in (
-        m.MoveRequest(1, m.MoveAction.PLAY, 0), m.MoveRequest(m.MAX_SEQ, m.MoveAction.PLAY, 255),
-        m.MoveRequest(2, m.MoveAction.DRAW), m.MoveRequest(3, m.MoveAction.UNDO),
-    ):
-        frame = codec.encode_msgpack(request)
-        assert codec.parse_move(frame) == (request.seq, request.action, request.position)
-    bare = msgpack.packb({"t": "move", "seq": 9, "action": "draw"})
-    assert codec.parse_move(bare) == (9, m.MoveAction.DRAW, None)
 
 
 def _race(allow_undo: bool, penalty_ms: int, wrap: bool) -> Race:
@@ -143,7 +90,7 @@ def test_fast_answers_are_the_codecs_bytes_for_every_kind_of_move_result(
     steps: list[tuple[m.MoveAction, int | None, int]], allow_undo: bool, penalty: int, wrap: bool
 ) -> None:
     """Two races fed the same moves: one answers through ``move`` (a MoveResult, then the
-    codec), the other through ``answer`` (the wire map, packed as it is)."""
+    codec), the other through ``answer`` (the outcome, written by the fast encoder)."""
     general, fast = _race(allow_undo, penalty, wrap), _race(allow_undo, penalty, wrap)
     last = 0
     for now, (action, position, step) in enumerate(steps, start=1000):
@@ -156,11 +103,13 @@ def test_fast_answers_are_the_codecs_bytes_for_every_kind_of_move_result(
             continue
         answer = fast.answer("a", seq, action, position, now * 7)
         last = max(last, seq)
-        assert fresh == answer.fresh and answer.reason == result.reason
-        assert answer.frame == codec.encode_msgpack(result)
-        wire = msgpack.unpackb(answer.frame)
+        assert fresh == answer[FRESH] and answer[REASON] == result.reason
+        frame = move_result_msgpack(answer)
+        assert frame == codec.encode_msgpack(result)
+        wire = msgpack.unpackb(frame)
         assert json.dumps(wire, separators=(",", ":")) == codec.encode_json(result)
-        assert message_of(wire) == result
+        assert move_result_message(answer) == result
+        assert codec.decode_server(frame, codec.Encoding.MSGPACK) == result
     assert fast.results() == general.results()
     game = fast.racers["a"].game
     removed = [game.is_removed(p) for p in range(28)]
@@ -178,9 +127,94 @@ def test_a_resent_move_is_answered_with_the_same_frame_and_message() -> None:
     answer = race.answer("a", 1, m.MoveAction.DRAW, None, 1005)
     first, fresh_again = race.move("a", 1, m.MoveAction.DRAW, None, 1009)
     again, _ = race.move("a", 1, m.MoveAction.DRAW, None, 1010)
-    assert answer.fresh and not fresh_again and again == first
-    assert race.answer("a", 1, m.MoveAction.DRAW, None, 1011) == (answer.frame, None, False)
-    assert codec.encode_msgpack(first) == answer.frame
+    assert answer[FRESH] and not fresh_again and again == first
+    again_answer = race.answer("a", 1, m.MoveAction.DRAW, None, 1011)
+    assert again_answer == resent(answer) and again_answer[REASON] is None
+    assert not again_answer[FRESH] and answer[FRESH]
+    assert move_result_msgpack(again_answer) == move_result_msgpack(answer)
+    assert codec.encode_msgpack(first) == move_result_msgpack(answer)
+
+
+def _kind(answer: MoveOutcome) -> str:
+    """What kind of answer this is, as the encoder tells them apart."""
+    if answer[REASON] is not None:
+        named = "no position" if answer[POSITION] is None else "a position"
+        return f"{answer[ACTION]} refused: {answer[REASON].name}, {named}"
+    if answer[ACTION] is m.MoveAction.PLAY:
+        return f"play turning up {len(answer[UNCOVERED])}"
+    if answer[ACTION] is m.MoveAction.DRAW:
+        return "draw"
+    return f"undo of a {answer[UNDONE]} hiding {len(answer[fast.HIDDEN])}"
+
+
+def _line_to_an_empty_stock(deal: Deal) -> list[Move]:
+    """Legal moves that draw the whole stock with cards still to play."""
+    for attempt in range(100):
+        rng, game, line = random.Random(attempt), Game(deal), list[Move]()
+        while game.status is Status.PLAYING:
+            if game.stock_left == 0:
+                return line
+            line.append(rng.choice(game.legal_moves()))
+            game.push(line[-1])
+    raise AssertionError("no line found")
+
+
+def test_every_kind_of_answer_is_the_codecs_bytes() -> None:
+    """Plays turning up 0, 1 and 2 cards, draws, undos of each, every refusal and resends."""
+    race = Race(
+        DEALT.deal, [("a", "ann", False), ("b", "bob", False)], start_ms=0, allow_undo=True,
+        undo_penalty_ms=5000, time_limit_ms=10**9,
+    )
+    strict = Race(DEALT.deal, [("c", "cy", False)], start_ms=0, allow_undo=False,
+                  undo_penalty_ms=0, time_limit_ms=10**9)
+    seqs = {"a": 0, "b": 0, "c": 0}
+    kinds: set[str] = set()
+
+    def move(pid: str, action: m.MoveAction, position: int | None = None) -> MoveOutcome:
+        seqs[pid] += 1
+        answer = (strict if pid == "c" else race).answer(pid, seqs[pid], action, position, 7)
+        assert move_result_msgpack(answer) == codec.encode_msgpack(move_result_message(answer))
+        kinds.add(_kind(answer))
+        return answer
+
+    play, draw, undo = m.MoveAction.PLAY, m.MoveAction.DRAW, m.MoveAction.UNDO
+    assert move("a", undo)[REASON] is Reason.NOTHING_TO_UNDO
+    assert move("a", play)[REASON] is move("a", play, 40)[REASON] is Reason.NO_SUCH_POSITION
+    assert move("a", play, 300)[POSITION] is None  # past what a move may name on the wire
+    assert move("a", play, 0)[REASON] is Reason.COVERED
+    assert move("c", undo)[REASON] is Reason.UNDO_NOT_ALLOWED
+    for step in _line_to_an_empty_stock(DEALT.deal):
+        assert move("b", draw if step == DRAW else play, None if step == DRAW else step)[
+            REASON
+        ] is None
+    assert _kind(move("b", draw)) == "draw refused: STOCK_EMPTY, no position"
+    game = race.racers["a"].game
+    for step in DEALT.solution:
+        if step != DRAW:
+            unfit = [p for p in range(28) if game.is_free(p) and p not in game.legal_moves()]
+            if unfit:
+                assert move("a", play, unfit[0])[REASON] is Reason.NOT_ADJACENT
+        action, position = (draw, None) if step == DRAW else (play, int(step))
+        assert move("a", action, position)[REASON] is None
+        if game.status is Status.WON:
+            break  # a won game takes no undo
+        assert move("a", undo)[REASON] is move("a", action, position)[REASON] is None
+        if step != DRAW:
+            assert move("a", play, position)[REASON] is Reason.ALREADY_PLAYED
+    assert move("a", draw)[REASON] is Reason.GAME_OVER
+    last = seqs["a"]
+    for pid, seq in (("a", last - 63), ("a", last - 40), ("a", last - 2), ("a", last),
+                     ("b", seqs["b"])):
+        again = race.answer(pid, seq, draw, None, 9)
+        assert not again[FRESH]
+        assert move_result_msgpack(again) == codec.encode_msgpack(move_result_message(again))
+    assert {f"play turning up {n}" for n in range(3)} <= kinds
+    assert {"draw", "undo of a draw hiding 0", "undo of a play hiding 0"} <= kinds
+    assert {"undo of a play hiding 1", "undo of a play hiding 2"} <= kinds
+    assert {reason.name for reason in Reason} <= {k.split(": ")[1].split(",")[0] for k in kinds
+                                                  if "refused" in k}
+    assert {"play refused: NO_SUCH_POSITION, no position",
+            "play refused: NO_SUCH_POSITION, a position"} <= kinds
 
 
 def _odd_move_frames() -> list[bytes]:
@@ -281,61 +315,6 @@ def test_frame_headers_use_the_shortest_length_encoding() -> None:
     assert frame_header(0x2, 65536) == b"\x82\x7f" + (65536).to_bytes(8, "big")
 
 
-# ---- the shortcuts of the fast path, each against what it stands for ----------
-HEAD = b"\x84\xa1t\xa4move\xa3seq"
-SEQ_BYTES = st.one_of(
-    st.integers(0, 2**31 + 5).map(msgpack.packb),  # the shortest form, as clients write it
-    st.integers(0, 255).map(lambda n: b"\xcc" + n.to_bytes(1, "big")),
-    st.integers(0, 2**16 - 1).map(lambda n: b"\xcd" + n.to_bytes(2, "big")),
-    st.integers(0, 2**32 - 1).map(lambda n: b"\xce" + n.to_bytes(4, "big")),
-    st.integers(0, 2**64 - 1).map(lambda n: b"\xcf" + n.to_bytes(8, "big")),
-    st.integers(-(2**31), 2**31 - 1).map(lambda n: b"\xd2" + n.to_bytes(4, "big", signed=True)),
-    st.sampled_from([b"\xc0", b"\xc3", b"\xcb" + b"\x00" * 8, b"\xa1x", b""]),
-)
-TAILS = st.one_of(
-    st.builds(
-        lambda action, position: msgpack.packb({"action": action, "position": position})[1:],
-        st.sampled_from(["play", "draw", "undo", "jump"]),
-        st.one_of(st.none(), st.integers(-2, 300), st.booleans()),
-    ),
-    st.binary(max_size=30),
-)
-
-
-def _spoiled(data: bytes, cut: int, extra: bytes, flip: int) -> bytes:
-    """``data`` cut short, extended or with one byte changed (or left alone)."""
-    if flip and data:
-        at = flip % len(data)
-        data = data[:at] + bytes([(data[at] + flip) % 256]) + data[at + 1 :]
-    return data[: len(data) - cut] + extra
-
-
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
-@given(SEQ_BYTES, TAILS, st.integers(0, 3), st.sampled_from([b"", b"\x00", b"\xc0"]),
-       st.sampled_from([0, 0, 0, 1, 7, 200]))
-def test_parse_move_reads_the_codecs_layout_byte_for_byte_as_the_full_decoder_does(
-    seq: bytes, tail: bytes, cut: int, extra: bytes, flip: int
-) -> None:
-    """Frames in (or near) the codec's own layout, every msgpack form of ``seq``, good and
-    spoiled tails: ``parse_move`` agrees with ``decode``, and takes every move it reads."""
-    frame = _spoiled(HEAD + seq + tail, cut, extra, flip)
-    fast = codec.parse_move(frame)
-    decoded = _decoded(frame)
-    if fast is not None:
-        assert decoded == fast
-    elif isinstance(decoded, tuple):
-        assert len(frame) > 64 or frame[0] & 0xF0 != 0x80
-
-
-def test_parse_move_reads_every_seq_form_of_the_codecs_layout() -> None:
-    tail = b"\xa6action\xa4play\xa8position\xcc\xc8"
-    for seq in (b"\x01", b"\x7f", b"\xcc\x05", b"\xcc\xff", b"\xcd\x01\x2c",
-                b"\xce\x7f\xff\xff\xff", b"\xcf" + b"\x00" * 7 + b"\x01"):
-        assert codec.parse_move(HEAD + seq + tail) == _decoded(HEAD + seq + tail)
-    for seq in (b"\x00", b"\xcc\x00", b"\xce\x80\x00\x00\x00"):
-        assert codec.parse_move(HEAD + seq + tail) is None
-
-
 def _expected_answer(
     game: Game, race_over: bool, action: m.MoveAction, position: int | None
 ) -> tuple[Reason | None, int | None, str | None, tuple[int, ...], tuple[int, ...]]:
@@ -392,14 +371,14 @@ def test_answers_say_what_a_plain_engine_says_about_the_same_moves(
             continue
         answer = race.answer("a", seq, action, position, now * 7)
         if seq in answered:  # a resend: the same frame and reason, and nothing changes
-            assert (answer.frame, answer.reason, answer.fresh) == (
+            assert (move_result_msgpack(answer), answer[REASON], answer[FRESH]) == (
                 answered[seq], reasons[seq], False
             )
             continue
-        answered[seq], reasons[seq] = answer.frame, answer.reason
+        answered[seq], reasons[seq] = move_result_msgpack(answer), answer[REASON]
         at = now * 7 - 1000
         reason, where, card, uncovered, hidden = _expected_answer(game, finished, action, position)
-        result = answer.message()
+        result = move_result_message(answer)
         view = game.view()
         if reason is None:
             penalty_ms += penalty if action is m.MoveAction.UNDO else 0
@@ -410,7 +389,7 @@ def test_answers_say_what_a_plain_engine_says_about_the_same_moves(
         else:
             undone = None
             log.append(MoveLogEntry(seq, at, action.value, where, False, int(reason), None))
-        assert (answer.reason, answer.fresh) == (reason, True)
+        assert (answer[REASON], answer[FRESH]) == (reason, True)
         assert (result.accepted, result.reason, result.position, result.card) == (
             reason is None, reason, where, card
         )
@@ -438,13 +417,13 @@ def test_answers_beyond_the_table_of_packed_numbers_are_the_codecs_bytes() -> No
         for action in (m.MoveAction.DRAW, m.MoveAction.UNDO) * 5:
             seq += 1
             answer = race.answer("a", seq, action, None, now)
-            assert answer.frame == codec.encode_msgpack(answer.message())
+            assert move_result_msgpack(answer) == codec.encode_msgpack(move_result_message(answer))
     while seq < 70_000:
         seq += 1
         answer = race.answer("a", seq, m.MoveAction.DRAW if seq % 2 else m.MoveAction.UNDO,
                              None, 10**8)
-    result = answer.message()
-    assert answer.frame == codec.encode_msgpack(result)
+    result = move_result_message(answer)
+    assert move_result_msgpack(answer) == codec.encode_msgpack(result)
     assert (result.seq, result.moves, result.undos, result.penalty_ms) == (
         70_000, 35_000, 35_000, 35_000 * 70_000
     )
@@ -493,31 +472,32 @@ def test_only_the_first_move_after_a_flush_sets_the_progress_timer_and_a_win_sti
     room.start("h", 0, Fresh("42", "race-1"))
     room.deal_ready(1, DEALT, 0)
     assert room.phase is m.Phase.RACING
-    _, reason, outputs = room.answer_move("h", 1, m.MoveAction.DRAW, None, 10)
-    assert reason is None and list(outputs) == [SetTimer(PROGRESS_TIMER, 250)]
-    assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 20)[2] == ()
-    assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 30)[2] == ()  # a resend
+    answer, outputs = room.answer_move("h", 1, m.MoveAction.DRAW, None, 10)
+    assert answer[REASON] is None and list(outputs) == [SetTimer(PROGRESS_TIMER, 250)]
+    assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 20)[1] == ()
+    assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 30)[1] == ()  # a resend
     refused = room.answer_move("h", 3, m.MoveAction.UNDO, None, 40)
-    assert refused[1] is Reason.NOTHING_TO_UNDO and refused[2] == ()
+    assert refused[0][REASON] is Reason.NOTHING_TO_UNDO and refused[1] == ()
     with pytest.raises(ProtocolError) as skipped:
         room.answer_move("h", 9, m.MoveAction.DRAW, None, 50)
     assert skipped.value.code is ErrorCode.SEQ_OUT_OF_ORDER and skipped.value.seq == 9
     assert room.on_timer(PROGRESS_TIMER, 250)  # the flush
-    assert list(room.answer_move("h", 4, m.MoveAction.DRAW, None, 260)[2]) == [
+    assert list(room.answer_move("h", 4, m.MoveAction.DRAW, None, 260)[1]) == [
         SetTimer(PROGRESS_TIMER, 500)
     ]
-    assert room.answer_move("h", 5, m.MoveAction.UNDO, None, 270)[1] is None  # back to the deal
+    assert room.answer_move("h", 5, m.MoveAction.UNDO, None, 270)[0][REASON] is None  # back
     last: list[Output] = []
     for seq, move in enumerate(DEALT.solution, start=6):
         action = m.MoveAction.DRAW if move == DRAW else m.MoveAction.PLAY
-        frame, reason, outputs = room.answer_move(
+        answer, outputs = room.answer_move(
             "h", seq, action, None if move == DRAW else int(move), 300
         )
-        assert reason is None
+        assert answer[REASON] is None
         last = list(outputs)
-    won = message_of(msgpack.unpackb(frame))
+    won, frame = move_result_message(answer), move_result_msgpack(answer)
     assert won.status is Status.WON and won.cleared == 28
     assert frame == codec.encode_msgpack(won)
+    assert codec.decode_server(frame, codec.Encoding.MSGPACK) == won
     # The winning move ends the race of the lone player, with the progress timer still due.
     assert room.race is not None and room.race.over
     assert any(isinstance(out, ToPlayers) and isinstance(out.message, m.RaceOver) for out in last)

@@ -10,8 +10,18 @@ import pytest
 from protocol.wire import codec, lifecycle
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
-from protocol.wire.lifecycle import refusal
-from protocol.wire.messages import Phase, Role
+from protocol.wire.lifecycle import (
+    PHASE_TRANSITIONS,
+    RACER_TRANSITIONS,
+    LifecycleError,
+    PhaseEvent,
+    RacerEvent,
+    next_phase,
+    next_status,
+    refusal,
+    transition_rows,
+)
+from protocol.wire.messages import Phase, PlayerStatus, Role
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -122,11 +132,61 @@ def test_allowed_answers_the_same_table() -> None:
     )
 
 
+# ---- phase and racer-status transitions ------------------------------------------------
+def test_a_phase_change_the_table_does_not_hold_is_refused() -> None:
+    for phase in Phase:
+        for event in PhaseEvent:
+            if (phase, event) in PHASE_TRANSITIONS:
+                assert next_phase(phase, event) is PHASE_TRANSITIONS[phase, event]
+                continue
+            with pytest.raises(LifecycleError) as refused:
+                next_phase(phase, event)
+            assert (refused.value.state, refused.value.event) == (phase, event)
+            assert f"{phase.value!r} on {event.value!r}" in str(refused.value)
+
+
+def test_a_racer_status_change_the_table_does_not_hold_is_refused() -> None:
+    for status in PlayerStatus:
+        for event in RacerEvent:
+            if (status, event) in RACER_TRANSITIONS:
+                assert next_status(status, event) is RACER_TRANSITIONS[status, event]
+                continue
+            with pytest.raises(LifecycleError):
+                next_status(status, event)
+
+
+def test_a_racer_who_finished_resigned_left_or_timed_out_never_changes_status() -> None:
+    final = {PlayerStatus.FINISHED, PlayerStatus.RESIGNED, PlayerStatus.LEFT,
+             PlayerStatus.TIMED_OUT}
+    assert not {status for status, _ in RACER_TRANSITIONS} & final
+    assert {status for status, _ in RACER_TRANSITIONS} == {PlayerStatus.RACING,
+                                                          PlayerStatus.STUCK}
+
+
+def test_every_phase_is_reached_and_left_by_some_transition() -> None:
+    assert {phase for phase, _ in PHASE_TRANSITIONS} == set(Phase)
+    assert set(PHASE_TRANSITIONS.values()) == set(Phase)
+
+
+def test_the_transition_tables_render_as_one_row_per_transition() -> None:
+    rows = transition_rows()
+    table = "\n".join(
+        ["| from | event | to |", "|---|---|---|", *(f"| {a} | {e} | {b} |" for a, e, b in rows)]
+    )
+    assert len(rows) == len(PHASE_TRANSITIONS) + len(RACER_TRANSITIONS) == len(set(rows))
+    for (phase, event), after in PHASE_TRANSITIONS.items():
+        assert f"| {phase.value} | {event.value} | {after.value} |" in table
+    for (status, racer_event), racer_after in RACER_TRANSITIONS.items():
+        assert f"| {status.value} | {racer_event.value} | {racer_after.value} |" in table
+    assert rows[0] == ("lobby", "start", "countdown")
+
+
 # ---- purity ------------------------------------------------------------------------
 FORBIDDEN = {"asyncio", "aiohttp", "textual", "websockets", "time", "random", "socket"}
 MINE = [
     "protocol/wire/errors.py", "protocol/wire/schema.py", "protocol/wire/messages.py",
     "protocol/wire/codec.py", "protocol/deals/commitment.py", "protocol/wire/lifecycle.py",
+    "protocol/wire/fast.py",
     "tools/docgen.py", "tools/docnotes.py",
 ]
 
