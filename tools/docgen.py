@@ -1,12 +1,15 @@
-"""Generated parts of docs/protocol.md: field tables, examples, code tables.
+"""Generated parts of the docs: field tables, examples, code tables, par ranges.
 
 The tables are rendered from the same schema the codec enforces, and every
-example is a real message encoded by the codec, so the document cannot
+example is a real message encoded by the codec, so the documents cannot
 drift from the code.  Generated blocks sit between ``<!-- generated:NAME -->``
 and ``<!-- /generated:NAME -->`` markers; everything else is hand-written.
+:data:`PAGE_BLOCKS` says which blocks each page (docs/protocol.md,
+docs/deals.md, docs/rules.md) holds.
 
-``python -m tools.docgen docs/protocol.md`` rewrites the blocks in place;
-``--check`` only reports blocks that are out of date (exit status 1).
+``python -m tools.docgen docs/protocol.md docs/deals.md docs/rules.md``
+rewrites the blocks in place; ``--check`` only reports blocks that are out of
+date (exit status 1).
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any, Final
 
 from protocol.deals.commitment import commitment
+from protocol.deals.dealer import Difficulty
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.cards import card_code
 from protocol.rules.game import Game, Move, Rules, Status
@@ -39,8 +44,22 @@ EXAMPLE_SOLUTION: Final[tuple[Move, ...]] = (
     15, 9, 5, 1, 3, "draw", 4, 0, 7, "draw", "draw", 2,
 )
 EXAMPLE_START_MS: Final = 1_764_477_003_000
+#: The race clock's zero in the example: the countdown timer fires a little late.
+EXAMPLE_ZERO_MS: Final = EXAMPLE_START_MS + 2
 #: The message shown as hex bytes in the msgpack example.
 HEX_EXAMPLE: Final = m.MoveRequest(seq=1, action=m.MoveAction.PLAY, position=21)
+
+#: Seed commitment vectors printed in docs/protocol.md (and pinned in
+#: tests/data/commitment_vectors.json): every rule combination and a non-ASCII seed.
+COMMITMENT_VECTORS: Final[tuple[tuple[str, Rules], ...]] = (
+    (EXAMPLE_SEED, Rules(wrap=True, empty_waste=False)),
+    ("42", Rules(wrap=True, empty_waste=False)),
+    ("42", Rules(wrap=True, empty_waste=True)),
+    ("42", Rules(wrap=False, empty_waste=False)),
+    ("42", Rules(wrap=False, empty_waste=True)),
+    ("Über Straße ♠", Rules(wrap=True, empty_waste=False)),
+    ("Über Straße ♠", Rules(wrap=False, empty_waste=True)),
+)
 
 NESTED: Final = (
     m.RoomOptions, m.Member, m.RoomSummary, m.BoardView, m.Uncovered, m.PlayerProgress,
@@ -86,7 +105,7 @@ def example_messages() -> list[Any]:
                     m.Role.PLAYER, None),
         m.Countdown(3, EXAMPLE_START_MS, EXAMPLE_START_MS - 3000),
         m.RaceStart("r-20251130-0001", False, rules.wrap, rules.empty_waste, digest,
-                    start_view, EXAMPLE_START_MS, EXAMPLE_START_MS),
+                    start_view, EXAMPLE_ZERO_MS, EXAMPLE_ZERO_MS),
         result,
         m.Progress(9_800, (
             m.PlayerProgress(ann.player_id, 6, 23, 6, 0, m.PlayerStatus.RACING, 9_800, True),
@@ -97,8 +116,8 @@ def example_messages() -> list[Any]:
                    EXAMPLE_CANDIDATE, rules.wrap, rules.empty_waste, "any", False, digest,
                    m.DealCodes.from_deal(deal), EXAMPLE_SOLUTION, EXAMPLE_PAR),
         m.SpectatorBoard(bot.player_id, start_view, 0),
-        m.Resync(5, m.Phase.RACING, "r-20251130-0001", digest, EXAMPLE_START_MS,
-                 EXAMPLE_START_MS + 9_900, 9_900, 6, 0, _view_after(deal, 6)),
+        m.Resync(5, m.Phase.RACING, "r-20251130-0001", digest, EXAMPLE_ZERO_MS,
+                 EXAMPLE_ZERO_MS + 9_900, 9_900, 6, 0, _view_after(deal, 6)),
         m.Error(int(ErrorCode.NOT_HOST), ERROR_TEXT[ErrorCode.NOT_HOST], ref="start"),
         m.Pong(EXAMPLE_START_MS - 5000, EXAMPLE_START_MS - 4953),
         m.RoomList((m.RoomSummary("K7QXMP", m.Phase.LOBBY, 2, 1, options),)),
@@ -204,15 +223,58 @@ def nested_section() -> str:
     return "\n".join(parts)
 
 
+def _with_note(words: str, note: str | None) -> str:
+    return words if note is None else f"{words}. *{note[0].upper()}{note[1:]}.*"
+
+
 def error_table() -> str:
     rows = ["| code | name | meaning |", "|---|---|---|"]
-    rows += [f"| {c.value} | `{c.name}` | {ERROR_TEXT[c]} |" for c in ErrorCode]
+    rows += [
+        f"| {c.value} | `{c.name}` | {_with_note(ERROR_TEXT[c], docnotes.ERROR_NOTES.get(c))} |"
+        for c in ErrorCode
+    ]
     return "\n".join(rows)
 
 
 def close_table() -> str:
     rows = ["| code | name | meaning |", "|---|---|---|"]
-    rows += [f"| {c.value} | `{c.name}` | {CLOSE_TEXT[c]} |" for c in CloseCode]
+    rows += [
+        f"| {c.value} | `{c.name}` | {_with_note(CLOSE_TEXT[c], docnotes.CLOSE_NOTES.get(c))} |"
+        for c in CloseCode
+    ]
+    return "\n".join(rows)
+
+
+def difficulty_table() -> str:
+    """Each difficulty's par range, from the dealer's table (docs/protocol.md)."""
+    rows = ["| difficulty | par |", "|---|---|"]
+    rows += [f"| `{d.value}` | {docnotes.par_range(d)} |" for d in Difficulty]
+    return "\n".join(rows)
+
+
+def difficulty_share_table() -> str:
+    """:func:`difficulty_table` with the measured share of deals (docs/deals.md)."""
+    rows = [
+        "| level | par | share of winnable deals, wrap on | wrap off |",
+        "|---|---|---|---|",
+    ]
+    for d in Difficulty:
+        wrap_on, wrap_off = docnotes.DIFFICULTY_SHARES[d]
+        rows.append(f"| `{d.value}` | {docnotes.par_range(d)} | {wrap_on} | {wrap_off} |")
+    return "\n".join(rows)
+
+
+def commitment_table() -> str:
+    """The seed commitment of every :data:`COMMITMENT_VECTORS` case."""
+    rows = [
+        "| seed | seed as UTF-8 (hex) | wrap | empty_waste | commitment |",
+        "|---|---|---|---|---|",
+    ]
+    for seed, rules in COMMITMENT_VECTORS:
+        rows.append(
+            f"| `{seed}` | `{seed.encode().hex()}` | {int(rules.wrap)} | "
+            f"{int(rules.empty_waste)} | `{commitment(seed, rules)}` |"
+        )
     return "\n".join(rows)
 
 
@@ -267,6 +329,17 @@ def limits_table() -> str:
     return "\n".join(rows)
 
 
+#: The generated blocks each page holds, by the page's file name.
+PAGE_BLOCKS: Final[dict[str, tuple[str, ...]]] = {
+    "protocol.md": (
+        "client-messages", "server-messages", "nested", "errors", "closes", "reasons",
+        "lifecycle", "hex-example", "limits", "commitment-vectors", "difficulty",
+    ),
+    "deals.md": ("difficulty-shares",),
+    "rules.md": ("reasons",),
+}
+
+
 def blocks() -> dict[str, str]:
     """Every generated block by name."""
     return {
@@ -279,6 +352,9 @@ def blocks() -> dict[str, str]:
         "lifecycle": lifecycle_table(),
         "hex-example": hex_example(),
         "limits": limits_table(),
+        "commitment-vectors": commitment_table(),
+        "difficulty": difficulty_table(),
+        "difficulty-shares": difficulty_share_table(),
     }
 
 
@@ -296,30 +372,33 @@ def render(document: str) -> str:
     return _BLOCK.sub(fill, document)
 
 
-def stale_blocks(document: str) -> list[str]:
-    """Names of generated blocks that differ from the code (or are missing)."""
+def stale_blocks(document: str, page: str = "protocol.md") -> list[str]:
+    """Names of ``page``'s generated blocks that differ from the code (or are missing)."""
     content = blocks()
     found = {match.group(2): match.group(3) for match in _BLOCK.finditer(document)}
     return [
-        name for name, text in content.items() if found.get(name) != text.rstrip() + "\n"
+        name for name in PAGE_BLOCKS[page] if found.get(name) != content[name].rstrip() + "\n"
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("path", help="docs/protocol.md")
+    parser.add_argument("paths", nargs="+", help="docs/protocol.md, docs/deals.md, ...")
     parser.add_argument("--check", action="store_true", help="only report stale blocks")
     args = parser.parse_args(argv)
-    with open(args.path, encoding="utf-8") as handle:
-        document = handle.read()
-    if args.check:
-        stale = stale_blocks(document)
-        for name in stale:
-            print(f"{args.path}: generated block {name!r} is out of date", file=sys.stderr)
-        return 1 if stale else 0
-    with open(args.path, "w", encoding="utf-8") as handle:
-        handle.write(render(document))
-    return 0
+    status = 0
+    for name in args.paths:
+        path = Path(name)
+        if path.name not in PAGE_BLOCKS:
+            parser.error(f"{path}: no generated blocks are known for this page")
+        document = path.read_text(encoding="utf-8")
+        if args.check:
+            for block in stale_blocks(document, path.name):
+                print(f"{path}: generated block {block!r} is out of date", file=sys.stderr)
+                status = 1
+        else:
+            path.write_text(render(document), encoding="utf-8")
+    return status
 
 
 if __name__ == "__main__":

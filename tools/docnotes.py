@@ -9,6 +9,22 @@ from __future__ import annotations
 
 from typing import Final
 
+from protocol.deals.dealer import PAR_RANGES, Difficulty
+from protocol.wire.errors import CloseCode, ErrorCode
+
+
+def par_range(difficulty: Difficulty) -> str:
+    """A difficulty's par range in words, from the dealer's own table."""
+    low, high = PAR_RANGES[difficulty]
+    if low is None:
+        return "any" if high is None else f"{high} or less"
+    return f"{low} or more" if high is None else f"{low} to {high}"
+
+
+def _par_ranges() -> str:
+    levels = (Difficulty.EASY, Difficulty.MEDIUM, Difficulty.HARD)
+    return ", ".join(f"{level.value} {par_range(level)}" for level in levels)
+
 #: One paragraph per message or nested structure, keyed by class name.
 SUMMARIES: Final[dict[str, str]] = {
     # client -> server
@@ -46,14 +62,22 @@ SUMMARIES: Final[dict[str, str]] = {
     "Welcome": "Answer to `hello`. Keep `token` secret: it is the only key to this seat.",
     "RoomState": "The room as it is now, sent to every member whenever it changes. `version` "
     "goes up by one with each change; a client that sees a gap sends `sync`.",
-    "Countdown": "The deal is ready; the race starts at `start_at_ms` (server clock).",
-    "RaceStart": "The race has started: your view of the deal and the commitment to its seed.",
+    "Countdown": "The deal is ready; the race is planned to start at `start_at_ms` (server "
+    "clock). `race_start` follows when the server's countdown timer fires, usually a "
+    "millisecond or two after `start_at_ms`; the race clock counts from "
+    "`race_start.started_at_ms`, not from `start_at_ms`. With `countdown_s` 0 no "
+    "`countdown` is sent.",
+    "RaceStart": "The race has started: your view of the deal and the commitment to its seed. "
+    "`started_at_ms` is the race clock's zero: every `elapsed_ms` and `time_ms` of this race "
+    "counts from it.",
     "MoveResult": "The answer to one `move`, to its sender only. Fields by case:\n\n"
     "- accepted `play`: `position` and `card` are the card played; `uncovered` lists the cards "
     "the play turned face up (at most two).\n"
     "- accepted `draw`: `card` is the drawn card (now the waste top); `position` is null.\n"
-    "- accepted `undo`: `undone` says what was taken back. For a play, `position` and `card` "
-    "are the card put back and `hidden` the positions that went face down again; for a draw, "
+    "- accepted `undo`: `undone` says what was taken back, `\"play\"` or `\"draw\"` (never "
+    "`\"undo\"`: an undo takes back a play or a draw, not another undo). For a play, "
+    "`position` and `card` are the card put back and `hidden` the positions that went face "
+    "down again; for a draw, "
     "`position` and `card` are null (the card goes back on the stock).\n"
     "- rejected: `accepted` false, `reason` is the rules' reason code (table below); "
     "`position` echoes the request, nothing changed.\n\n"
@@ -121,7 +145,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RoomState", "your_role"): "your role in this room",
     ("RoomState", "race_id"): "the current or last race, if any",
     ("Countdown", "seconds"): "countdown length",
-    ("Countdown", "start_at_ms"): "when the race clock starts (server clock, unix ms)",
+    ("Countdown", "start_at_ms"): "planned start: when the countdown ends (server clock, unix "
+    "ms); the race clock's zero is `race_start.started_at_ms`, a little later",
     ("Countdown", "server_time_ms"): "server clock when this frame was made (unix ms)",
     ("RaceStart", "race_id"): "this race's id (also in `race_over`)",
     ("RaceStart", "practice"): "dealt from a chosen seed (results flagged practice)",
@@ -129,7 +154,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RaceStart", "empty_waste"): "rule: the waste starts empty",
     ("RaceStart", "commitment"): "SHA-256 commitment to the seed (see \"Seed commitment\")",
     ("RaceStart", "view"): "your starting view",
-    ("RaceStart", "started_at_ms"): "when the race clock started (server clock, unix ms)",
+    ("RaceStart", "started_at_ms"): "the race clock's zero: when the race actually started "
+    "(server clock, unix ms); use this, not `countdown.start_at_ms`",
     ("RaceStart", "server_time_ms"): "server clock when this frame was made (unix ms)",
     ("MoveResult", "seq"): "the move's `seq`",
     ("MoveResult", "action"): "the move's action",
@@ -139,7 +165,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("MoveResult", "card"): "see the cases above",
     ("MoveResult", "uncovered"): "cards turned face up by this play",
     ("MoveResult", "hidden"): "positions turned face down by this undo",
-    ("MoveResult", "undone"): "for an accepted undo: what was undone",
+    ("MoveResult", "undone"): "for an accepted undo: `\"play\"` or `\"draw\"`, what was "
+    "undone (this server never sends `\"undo\"`); null otherwise",
     ("MoveResult", "waste_top"): "waste top card now (null: empty waste)",
     ("MoveResult", "stock_left"): "cards left in the stock",
     ("MoveResult", "cleared"): "peak cards played",
@@ -177,7 +204,7 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Resync", "phase"): "the room's phase",
     ("Resync", "race_id"): "the current or last race",
     ("Resync", "commitment"): "the race's seed commitment",
-    ("Resync", "started_at_ms"): "when the race clock started (unix ms)",
+    ("Resync", "started_at_ms"): "the race clock's zero, as in `race_start` (unix ms)",
     ("Resync", "server_time_ms"): "server clock now (unix ms)",
     ("Resync", "elapsed_ms"): "race time now (or at the end)",
     ("Resync", "last_seq"): "last move `seq` answered (0: none); send `last_seq + 1` next",
@@ -205,7 +232,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RoomOptions", "undo_penalty_s"): "seconds added per undo when `undo` is `penalty`",
     ("RoomOptions", "countdown_s"): "countdown before the race (0: none)",
     ("RoomOptions", "time_limit_s"): "race time limit (0: none)",
-    ("RoomOptions", "difficulty"): "par range of the deal: easy ≤ 12, medium 13..15, hard ≥ 16",
+    ("RoomOptions", "difficulty"): f"par range of the deal: {_par_ranges()} (see \"Verifying a "
+    "deal\")",
     ("RoomOptions", "practice_seed"): "deal from this seed; races are flagged practice",
     ("Member", "player_id"): "player id",
     ("Member", "name"): "display name",
@@ -239,7 +267,9 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Standing", "bot"): "a program",
     ("Standing", "rank"): "1 is first",
     ("Standing", "status"): "final status",
-    ("Standing", "time_ms"): "finish time (with penalties), or race time when they stopped",
+    ("Standing", "time_ms"): "finishers: finish time (with penalties). Others: the race time "
+    "of their last accepted play or undo, when their final `cleared` count was set (0 when "
+    "they made none); resigning, leaving or the time limit does not change it",
     ("Standing", "cleared"): "peak cards played",
     ("Standing", "moves"): "moves made",
     ("Standing", "undos"): "undos made",
@@ -247,4 +277,32 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("DealCodes", "peaks"): "cards at positions 0..27",
     ("DealCodes", "waste"): "starting waste card (null with `empty_waste`)",
     ("DealCodes", "stock"): "the stock, `stock[0]` drawn first (23 cards, 24 with `empty_waste`)",
+}
+
+#: What the error table adds to an error's words (``ERROR_TEXT``, which also goes on the
+#: wire as the ``message``): when this server sends the code, or that it never does.
+ERROR_NOTES: Final[dict[ErrorCode, str]] = {
+    ErrorCode.WRONG_FRAME_TYPE: "answered like any other bad frame: the connection stays "
+    "open (no close 1003), and the frame counts towards the ten that close it with 4004",
+    ErrorCode.NOT_ENOUGH_PLAYERS: "reserved, never sent by this server: a host alone may "
+    "start a solo race",
+    ErrorCode.ALREADY_RACING: "never sent by this server: a player still seated in the room "
+    "gets 104, and one who left a running race is out of it and may watch it at once",
+}
+
+#: Error codes no server module raises at all (a test scans the server for them).
+RESERVED_ERRORS: Final = frozenset({ErrorCode.NOT_ENOUGH_PLAYERS})
+
+#: What the close-code table adds to a close code's words.
+CLOSE_NOTES: Final[dict[CloseCode, str]] = {
+    CloseCode.UNSUPPORTED_DATA: "never sent by this server: a frame of the wrong type gets "
+    "error 3 and the connection stays open",
+}
+
+#: Measured share of winnable deals per difficulty, wrap on and wrap off (docs/deals.md).
+DIFFICULTY_SHARES: Final[dict[Difficulty, tuple[str, str]]] = {
+    Difficulty.ANY: ("100%", "100%"),
+    Difficulty.EASY: ("28%", "6%"),
+    Difficulty.MEDIUM: ("39%", "26%"),
+    Difficulty.HARD: ("33%", "68%"),
 }

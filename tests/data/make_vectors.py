@@ -1,7 +1,9 @@
-"""Regenerate ``deal_vectors.json``, the deal test vectors printed in docs/deals.md.
+"""Regenerate ``deal_vectors.json`` and ``commitment_vectors.json``.
 
-Run ``python tests/data/make_vectors.py`` from the repository root.  The
-vectors pin the whole seed-to-deal path; they must never change.
+The deal vectors are printed in docs/deals.md, the commitment vectors (the
+cases of ``tools.docgen.COMMITMENT_VECTORS``) in docs/protocol.md.  Run
+``python tests/data/make_vectors.py`` from the repository root.  The vectors
+pin the whole seed-to-deal path and the commitment; they must never change.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from protocol.deals.commitment import commitment, commitment_text
 from protocol.deals.dealer import Difficulty, deal_for_seed
 from protocol.deals.shuffle import DOMAIN, shuffled_deck
 from protocol.rules.cards import card_code
 from protocol.rules.game import Rules
+from tools.docgen import COMMITMENT_VECTORS
 
 CASES = (
     ("42", Rules(wrap=True, empty_waste=False), Difficulty.ANY),
@@ -50,6 +54,17 @@ def main() -> None:
         )
     path = Path(__file__).with_name("deal_vectors.json")
     path.write_text(json.dumps(vectors, indent=1, ensure_ascii=False) + "\n")
+    commitments = [
+        {
+            "seed": seed,
+            "rules": {"wrap": rules.wrap, "empty_waste": rules.empty_waste},
+            "text": commitment_text(seed, rules),
+            "commitment": commitment(seed, rules),
+        }
+        for seed, rules in COMMITMENT_VECTORS
+    ]
+    path = Path(__file__).with_name("commitment_vectors.json")
+    path.write_text(json.dumps(commitments, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

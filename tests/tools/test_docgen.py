@@ -1,4 +1,5 @@
-"""docs/protocol.md documents every message, code and example exactly as the code has them."""
+"""docs/protocol.md documents every message, code and example exactly as the code has them,
+and docs/deals.md and docs/rules.md state the dealer's and the rules' tables as the code does."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from protocol.deals.commitment import commitment, commitment_text
+from protocol.deals.dealer import PAR_RANGES, Difficulty
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.game import Rules, replay
 from protocol.rules.refusals import Reason
@@ -21,8 +23,13 @@ from protocol.wire.errors import CloseCode, ErrorCode
 from server.config import Settings
 from tools import docgen, docnotes
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC_PATH = ROOT / "docs" / "protocol.md"
 DOC = DOC_PATH.read_text(encoding="utf-8")
+
+
+def page(name: str) -> str:
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
 
 
 def code_blocks(language: str) -> list[str]:
@@ -35,6 +42,63 @@ def test_the_generated_blocks_match_the_code() -> None:
 
 def test_rendering_the_document_again_changes_nothing() -> None:
     assert docgen.render(DOC) == DOC
+
+
+@pytest.mark.parametrize("name", sorted(docgen.PAGE_BLOCKS))
+def test_the_generated_blocks_of_every_page_match_the_code(name: str) -> None:
+    text = page(name)
+    assert docgen.stale_blocks(text, name) == [], f"run: python -m tools.docgen docs/{name}"
+    assert docgen.render(text) == text
+
+
+def test_the_check_command_reports_a_page_that_drifted(tmp_path: Path) -> None:
+    drifted = tmp_path / "deals.md"
+    drifted.write_text(page("deals.md").replace("12 to 15", "13 to 15"), encoding="utf-8")
+    assert docgen.main(["--check", str(drifted)]) == 1
+    assert docgen.main([str(drifted)]) == 0
+    assert docgen.main(["--check", str(drifted)]) == 0
+    assert drifted.read_text(encoding="utf-8") == page("deals.md")
+
+
+def _par_rows(text: str) -> dict[str, str]:
+    """The par column of each difficulty's row in a page's generated difficulty table."""
+    rows = re.findall(r"^\| `(any|easy|medium|hard)` \| ([^|]+) \|", text, re.M)
+    return {level: words.strip() for level, words in rows}
+
+
+def _words(low: int | None, high: int | None) -> str:
+    if low is None:
+        return "any" if high is None else f"{high} or less"
+    return f"{low} or more" if high is None else f"{low} to {high}"
+
+
+@pytest.mark.parametrize("name", ["protocol.md", "deals.md"])
+def test_every_page_gives_the_dealers_par_range_for_each_difficulty(name: str) -> None:
+    expected = {d.value: _words(*PAR_RANGES[d]) for d in Difficulty}
+    assert _par_rows(page(name)) == expected
+    assert expected["easy"] == "11 or less" and expected["medium"] == "12 to 15"
+
+
+def test_the_room_option_note_gives_the_dealers_par_ranges() -> None:
+    note = docnotes.FIELDS["RoomOptions", "difficulty"]
+    for d in (Difficulty.EASY, Difficulty.MEDIUM, Difficulty.HARD):
+        assert f"{d.value} {_words(*PAR_RANGES[d])}" in note
+
+
+def test_docs_rules_lists_every_refusal_reason_with_its_words() -> None:
+    assert docgen.reason_table() in page("rules.md")
+
+
+@pytest.mark.parametrize("code", sorted(docnotes.RESERVED_ERRORS), ids=lambda c: c.name)
+def test_an_error_documented_as_never_sent_is_named_nowhere_in_the_server(
+    code: ErrorCode,
+) -> None:
+    sources = list((ROOT / "server").rglob("*.py"))
+    assert sources
+    for source in sources:
+        assert code.name not in source.read_text(encoding="utf-8"), source
+    assert "never sent by this server" in docnotes.ERROR_NOTES[code]
+    assert f"| {code.value} | `{code.name}` |" in DOC
 
 
 @pytest.mark.parametrize("tag", [*m.CLIENT_MESSAGES, *m.SERVER_MESSAGES])

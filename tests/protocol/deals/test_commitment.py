@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +14,12 @@ from hypothesis import strategies as st
 from protocol.deals.commitment import commitment, commitment_text, verify_commitment, verify_deal
 from protocol.deals.shuffle import SeedError, candidate_deal
 from protocol.rules.game import Deal, Rules
+from tools import docgen
 
+ROOT = Path(__file__).resolve().parents[3]
+VECTORS: list[dict[str, Any]] = json.loads(
+    (ROOT / "tests" / "data" / "commitment_vectors.json").read_text(encoding="utf-8")
+)
 ALL_RULES = [Rules(w, e) for w in (True, False) for e in (True, False)]
 SEEDS = st.text(
     st.characters(categories=["L", "M", "N", "P", "S"]) | st.just(" "), min_size=1, max_size=64
@@ -35,6 +43,35 @@ def test_a_known_commitment_vector_stays_fixed() -> None:
     assert commitment("42", Rules()) == (
         "9120f6b39263d7d9325244d8f590ab3fc7c370314f6393d7a6dd93de8e0ac8bf"
     )
+
+
+def _rules(vector: dict[str, Any]) -> Rules:
+    return Rules(**vector["rules"])
+
+
+def test_the_vectors_cover_every_rule_combination_and_a_non_ascii_seed() -> None:
+    assert {_rules(v) for v in VECTORS} == set(ALL_RULES)
+    assert any(not v["seed"].isascii() for v in VECTORS)
+    assert [(v["seed"], _rules(v)) for v in VECTORS] == list(docgen.COMMITMENT_VECTORS)
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: f"{v['seed']}-{v['rules']}")
+def test_each_commitment_vector_stays_fixed(vector: dict[str, Any]) -> None:
+    rules = _rules(vector)
+    assert commitment_text(vector["seed"], rules) == vector["text"]
+    assert commitment(vector["seed"], rules) == vector["commitment"]
+    assert hashlib.sha256(vector["text"].encode("utf-8")).hexdigest() == vector["commitment"]
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: f"{v['seed']}-{v['rules']}")
+def test_docs_protocol_prints_every_commitment_vector(vector: dict[str, Any]) -> None:
+    page = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    seed, rules = vector["seed"], _rules(vector)
+    row = (
+        f"| `{seed}` | `{seed.encode().hex()}` | {int(rules.wrap)} | {int(rules.empty_waste)} "
+        f"| `{vector['commitment']}` |"
+    )
+    assert row in page
 
 
 def test_every_rule_combination_commits_differently() -> None:
