@@ -12,7 +12,6 @@ both to the codec.
 
 from __future__ import annotations
 
-import itertools
 from typing import Final
 
 import msgpack
@@ -23,28 +22,40 @@ from protocol.rules.refusals import Reason
 from protocol.wire import messages as m
 from protocol.wire.codec import pack_wire
 
-#: ``(waste_top, stock_left, cleared, moves, draws, undos, status)`` after a move: what
-#: :meth:`protocol.rules.game.Game.tally` gives.
-Tally = tuple[Card | None, int, int, int, int, int, Status]
-
-
 #: What the race answered to one move: every field of its ``move_result``, and whether
 #: the answer is fresh (False: the remembered answer to a resent move).  A plain tuple,
 #: read by the indexes below: a tuple subclass (a ``NamedTuple``) costs a tenth of the
 #: server's CPU per move in building, unpacking and freeing it.
 #:
-#: Cards are the engine's card numbers (``ALL_CODES[card]`` is the code); ``uncovered``
-#: holds ``(position, card)`` pairs; ``reason`` is ``None`` for an accepted move.
+#: The race keeps thousands for resends, so each holds only ints, strs, ``None`` and
+#: bools: the garbage collector untracks such a tuple at the first collection that meets
+#: it, and never walks it again.  An enum member is a tracked object, and so is a
+#: nested tuple until a collection untracks it, which may come after the one that
+#: looks at the answer: either keeps the answer tracked.  So ``action``, ``undone`` and
+#: ``status`` are the wire's strings, ``reason`` the refusal's number (``None`` for an
+#: accepted move), the two ``uncovered`` entries and the two ``hidden`` positions have a
+#: field each (``None`` where there is none), and the tally
+#: (:meth:`protocol.rules.game.Game.tally`) is spread over its fields.  Cards are the
+#: engine's card numbers (``ALL_CODES[card]`` is the code); an ``uncovered`` entry is
+#: the card and its position as one number (:func:`face`).
 MoveOutcome = tuple[
     int,  # SEQ
-    m.MoveAction,  # ACTION
-    Reason | None,  # REASON
+    str,  # ACTION
+    int | None,  # REASON
     int | None,  # POSITION
     Card | None,  # CARD
-    tuple[tuple[int, Card], ...],  # UNCOVERED
-    tuple[int, ...],  # HIDDEN
-    m.MoveAction | None,  # UNDONE
-    Tally,  # TALLY
+    int | None,  # UNCOVERED
+    int | None,  # UNCOVERED_2
+    int | None,  # HIDDEN
+    int | None,  # HIDDEN_2
+    str | None,  # UNDONE
+    Card | None,  # WASTE_TOP
+    int,  # STOCK_LEFT
+    int,  # CLEARED
+    int,  # MOVES
+    int,  # DRAWS
+    int,  # UNDOS
+    str,  # STATUS
     int,  # PENALTY_MS
     int,  # ELAPSED_MS
     bool,  # FRESH
@@ -55,12 +66,29 @@ REASON: Final = 2
 POSITION: Final = 3
 CARD: Final = 4
 UNCOVERED: Final = 5
-HIDDEN: Final = 6
-UNDONE: Final = 7
-TALLY: Final = 8
-PENALTY_MS: Final = 9
-ELAPSED_MS: Final = 10
-FRESH: Final = 11
+UNCOVERED_2: Final = 6
+HIDDEN: Final = 7
+HIDDEN_2: Final = 8
+UNDONE: Final = 9
+WASTE_TOP: Final = 10
+STOCK_LEFT: Final = 11
+CLEARED: Final = 12
+MOVES: Final = 13
+DRAWS: Final = 14
+UNDOS: Final = 15
+STATUS: Final = 16
+PENALTY_MS: Final = 17
+ELAPSED_MS: Final = 18
+FRESH: Final = 19
+
+
+#: How many card numbers there are: the stride of :func:`face`.
+_DECK: Final = len(ALL_CODES)
+
+
+def face(position: int, card: Card) -> int:
+    """An ``uncovered`` entry of a :data:`MoveOutcome`: ``card`` face up at ``position``."""
+    return position * _DECK + card
 
 
 def resent(outcome: MoveOutcome) -> MoveOutcome:
@@ -70,25 +98,27 @@ def resent(outcome: MoveOutcome) -> MoveOutcome:
 
 def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
     """The :class:`~protocol.wire.messages.MoveResult` that answers with ``outcome``."""
-    seq, action, reason, position, card, uncovered, hidden, undone, tally, penalty, at, _ = outcome
-    top, stock, cleared, moves, draws, undos, status = tally
+    (seq, action, reason, position, card, up, up_2, hid, hid_2, undone,
+     top, stock, cleared, moves, draws, undos, status, penalty, at, _) = outcome
     return m.MoveResult(
         seq=seq,
-        action=action,
+        action=m.MoveAction(action),
         accepted=reason is None,
-        reason=reason,
+        reason=None if reason is None else Reason(reason),
         position=position,
         card=None if card is None else ALL_CODES[card],
-        uncovered=tuple(m.Uncovered(p, ALL_CODES[c]) for p, c in uncovered),
-        hidden=hidden,
-        undone=undone,
+        uncovered=tuple(
+            m.Uncovered(f // _DECK, ALL_CODES[f % _DECK]) for f in (up, up_2) if f is not None
+        ),
+        hidden=tuple(p for p in (hid, hid_2) if p is not None),
+        undone=None if undone is None else m.MoveAction(undone),
         waste_top=None if top is None else ALL_CODES[top],
         stock_left=stock,
         cleared=cleared,
         moves=moves,
         draws=draws,
         undos=undos,
-        status=status,
+        status=Status(status),
         penalty_ms=penalty,
         elapsed_ms=at,
     )
@@ -99,28 +129,20 @@ def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
 # 19-key dict per move costs more than the move, and most of the map is the same from
 # one answer to the next: the keys, and per kind of answer most values.  So the frame
 # is a byte template (``%b`` where a value goes) filled with ready-packed values.
-_PLAY, _DRAW = m.MoveAction.PLAY, m.MoveAction.DRAW
 _NIL: Final = b"\xc0"
 _SLOT: Final = object()
 #: Small non-negative integers, packed (larger ones are packed when needed).
 _INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
 _INTS_KNOWN: Final = len(_INTS)
 _CARDS: Final = tuple(pack_wire(code) for code in ALL_CODES)
-_PLAYING: Final = Status.PLAYING
-_PLAYING_BYTES: Final = pack_wire(_PLAYING.value)
-_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
+_PLAYING_BYTES: Final = pack_wire(Status.PLAYING.value)
+_STATUS_BYTES: Final = {status.value: pack_wire(status.value) for status in Status}
+_ACTION_BYTES: Final = {action.value: pack_wire(action.value) for action in m.MoveAction}
 
-#: Each ``uncovered`` entry (``{"position": p, "card": code}``), packed, by ``(p, card)``.
-_UNCOVERED: Final = {
-    (p, card): pack_wire({"position": p, "card": code})
-    for p in range(28)
-    for card, code in enumerate(ALL_CODES)
-}
-#: Every ``hidden`` list (at most two positions), packed.
-_HIDDEN_LISTS: Final = {
-    hidden: pack_wire(list(hidden))
-    for hidden in ((), *((p,) for p in range(28)), *itertools.product(range(28), repeat=2))
-}
+#: Each ``uncovered`` entry (``{"position": p, "card": code}``), packed, by its :func:`face`.
+_UNCOVERED: Final = tuple(
+    pack_wire({"position": p, "card": code}) for p in range(28) for code in ALL_CODES
+)
 
 
 def _pieces(keys: tuple[str, ...], values: tuple[object, ...]) -> bytes:
@@ -164,28 +186,35 @@ _REFUSED_MIDDLE: Final = _pieces(
 def move_result_msgpack(outcome: MoveOutcome) -> bytes:
     """The ``move_result`` frame of ``outcome``: the bytes of
     ``codec.encode_msgpack(move_result_message(outcome))``."""
-    seq, action, reason, position, card, uncovered, hidden, undone, tally, penalty, at, _ = outcome
-    top, stock, cleared, moves, draws, undos, status = tally
+    (seq, action, reason, position, card, up, up_2, hid, hid_2, undone,
+     top, stock, cleared, moves, draws, undos, status, penalty, at, _) = outcome
     ints = _INTS
     if reason is not None:
-        middle = _REFUSED_MIDDLE % (pack_wire(action), pack_wire(reason), pack_wire(position))
-    elif action is _PLAY:
+        middle = _REFUSED_MIDDLE % (
+            _ACTION_BYTES[action], _INTS[reason], _NIL if position is None else ints[position]
+        )
+    elif action == "play":
         # A card lies on at most two others: it turns up none, one or two.
-        if not uncovered:
+        if up is None:
             items = b"\x90"
-        elif len(uncovered) == 1:
-            items = b"\x91" + _UNCOVERED[uncovered[0]]
+        elif up_2 is None:
+            items = b"\x91" + _UNCOVERED[up]
         else:
-            items = b"\x92" + _UNCOVERED[uncovered[0]] + _UNCOVERED[uncovered[1]]
+            items = b"\x92" + _UNCOVERED[up] + _UNCOVERED[up_2]
         middle = _PLAY_MIDDLE % (ints[position], _CARDS[card], items)  # type: ignore[index]
-    elif action is _DRAW:
+    elif action == "draw":
         middle = _DRAW_MIDDLE % _CARDS[card]  # type: ignore[index]
-    elif undone is _DRAW:
+    elif undone == "draw":
         middle = _UNDO_DRAW_MIDDLE
     else:
-        middle = _UNDO_PLAY_MIDDLE % (
-            ints[position], _CARDS[card], _HIDDEN_LISTS[hidden]  # type: ignore[index]
-        )
+        # An undone play hides again the cards it had turned up: none, one or two.
+        if hid is None:
+            items = b"\x90"
+        elif hid_2 is None:
+            items = b"\x91" + ints[hid]
+        else:
+            items = b"\x92" + ints[hid] + ints[hid_2]
+        middle = _UNDO_PLAY_MIDDLE % (ints[position], _CARDS[card], items)  # type: ignore[index]
     n = _INTS_KNOWN
     return _FRAME % (
         ints[seq] if seq < n else pack_wire(seq),
@@ -196,7 +225,7 @@ def move_result_msgpack(outcome: MoveOutcome) -> bytes:
         ints[moves] if moves < n else pack_wire(moves),
         ints[draws] if draws < n else pack_wire(draws),
         ints[undos] if undos < n else pack_wire(undos),
-        _PLAYING_BYTES if status is _PLAYING else _STATUS_BYTES[status],
+        _PLAYING_BYTES if status == "playing" else _STATUS_BYTES[status],
         ints[penalty] if penalty < n else pack_wire(penalty),
         ints[at] if at < n else pack_wire(at),
     )
