@@ -33,21 +33,21 @@ from protocol.wire.codec import pack_wire
 #: nested tuple until a collection untracks it, which may come after the one that
 #: looks at the answer: either keeps the answer tracked.  So ``action``, ``undone`` and
 #: ``status`` are the wire's strings, ``reason`` the refusal's number (``None`` for an
-#: accepted move), the two ``uncovered`` entries and the two ``hidden`` positions have a
-#: field each (``None`` where there is none), and the tally
-#: (:meth:`protocol.rules.game.Game.tally`) is spread over its fields.  Cards are the
-#: engine's card numbers (``ALL_CODES[card]`` is the code); an ``uncovered`` entry is
-#: the card and its position as one number (:func:`face`).
+#: accepted move), the tally (:meth:`protocol.rules.game.Game.tally`) is spread over its
+#: fields, and so are the (at most two) cards the move turned: ``TURNED`` and
+#: ``TURNED_2``, ``None`` where there is none, hold a play's ``uncovered`` entries (each
+#: the card and its position as one number, :func:`face`) or an undone play's ``hidden``
+#: positions (no answer has both).  Cards are the engine's card numbers
+#: (``ALL_CODES[card]`` is the code).  Nineteen fields or fewer: CPython keeps spare
+#: tuples of those sizes for reuse, and a longer one costs an allocation per move.
 MoveOutcome = tuple[
     int,  # SEQ
     str,  # ACTION
     int | None,  # REASON
     int | None,  # POSITION
     Card | None,  # CARD
-    int | None,  # UNCOVERED
-    int | None,  # UNCOVERED_2
-    int | None,  # HIDDEN
-    int | None,  # HIDDEN_2
+    int | None,  # TURNED
+    int | None,  # TURNED_2
     str | None,  # UNDONE
     Card | None,  # WASTE_TOP
     int,  # STOCK_LEFT
@@ -65,21 +65,19 @@ ACTION: Final = 1
 REASON: Final = 2
 POSITION: Final = 3
 CARD: Final = 4
-UNCOVERED: Final = 5
-UNCOVERED_2: Final = 6
-HIDDEN: Final = 7
-HIDDEN_2: Final = 8
-UNDONE: Final = 9
-WASTE_TOP: Final = 10
-STOCK_LEFT: Final = 11
-CLEARED: Final = 12
-MOVES: Final = 13
-DRAWS: Final = 14
-UNDOS: Final = 15
-STATUS: Final = 16
-PENALTY_MS: Final = 17
-ELAPSED_MS: Final = 18
-FRESH: Final = 19
+TURNED: Final = 5
+TURNED_2: Final = 6
+UNDONE: Final = 7
+WASTE_TOP: Final = 8
+STOCK_LEFT: Final = 9
+CLEARED: Final = 10
+MOVES: Final = 11
+DRAWS: Final = 12
+UNDOS: Final = 13
+STATUS: Final = 14
+PENALTY_MS: Final = 15
+ELAPSED_MS: Final = 16
+FRESH: Final = 17
 
 
 #: How many card numbers there are: the stride of :func:`face`.
@@ -98,8 +96,9 @@ def resent(outcome: MoveOutcome) -> MoveOutcome:
 
 def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
     """The :class:`~protocol.wire.messages.MoveResult` that answers with ``outcome``."""
-    (seq, action, reason, position, card, up, up_2, hid, hid_2, undone,
+    (seq, action, reason, position, card, turned, turned_2, undone,
      top, stock, cleared, moves, draws, undos, status, penalty, at, _) = outcome
+    turns = tuple(t for t in (turned, turned_2) if t is not None)
     return m.MoveResult(
         seq=seq,
         action=m.MoveAction(action),
@@ -107,10 +106,11 @@ def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
         reason=None if reason is None else Reason(reason),
         position=position,
         card=None if card is None else ALL_CODES[card],
-        uncovered=tuple(
-            m.Uncovered(f // _DECK, ALL_CODES[f % _DECK]) for f in (up, up_2) if f is not None
+        uncovered=(
+            tuple(m.Uncovered(f // _DECK, ALL_CODES[f % _DECK]) for f in turns)
+            if undone is None else ()
         ),
-        hidden=tuple(p for p in (hid, hid_2) if p is not None),
+        hidden=() if undone is None else turns,
         undone=None if undone is None else m.MoveAction(undone),
         waste_top=None if top is None else ALL_CODES[top],
         stock_left=stock,
@@ -163,72 +163,67 @@ _TAIL_KEYS: Final = (
     "waste_top", "stock_left", "cleared", "moves", "draws", "undos", "status", "penalty_ms",
     "elapsed_ms",
 )
-#: ``%`` (seq, middle, then the tail's values): the whole frame.
-_FRAME: Final[bytes] = (
-    msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
-    + _pieces(("t", "seq"), (m.MoveResult.TAG, _SLOT))
-    + b"%b"
-    + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
-)
-# The middles, by kind of answer.  ``hidden`` is an empty list where the codec writes
+_MAP_HEAD: Final[bytes] = msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
+
+
+def _frame(*middle: object) -> bytes:
+    """The frame of one kind of answer, ``%`` (seq, the middle's slots, the tail's values):
+    ``middle`` are the values of :data:`_MIDDLE_KEYS` (:data:`_SLOT` for a slot)."""
+    return (
+        _MAP_HEAD
+        + _pieces(("t", "seq"), (m.MoveResult.TAG, _SLOT))
+        + _pieces(_MIDDLE_KEYS, middle)
+        + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
+    )
+
+
+# The frames, by kind of answer.  ``hidden`` is an empty list where the codec writes
 # the message's empty tuple.
-_PLAY_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("play", True, None, _SLOT, _SLOT, _SLOT, [], None))
-_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("draw", True, None, None, _SLOT, [], [], None))
-_UNDO_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("undo", True, None, None, None, [], [], "draw"))
-_UNDO_PLAY_MIDDLE: Final = _pieces(
-    _MIDDLE_KEYS, ("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
-)
-_REFUSED_MIDDLE: Final = _pieces(
-    _MIDDLE_KEYS, (_SLOT, False, _SLOT, _SLOT, None, [], [], None)
-)
+_PLAY_FRAME: Final = _frame("play", True, None, _SLOT, _SLOT, _SLOT, [], None)
+_DRAW_FRAME: Final = _frame("draw", True, None, None, _SLOT, [], [], None)
+_UNDO_DRAW_FRAME: Final = _frame("undo", True, None, None, None, [], [], "draw")
+_UNDO_PLAY_FRAME: Final = _frame("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
+_REFUSED_FRAME: Final = _frame(_SLOT, False, _SLOT, _SLOT, None, [], [], None)
 
 
 def move_result_msgpack(outcome: MoveOutcome) -> bytes:
     """The ``move_result`` frame of ``outcome``: the bytes of
     ``codec.encode_msgpack(move_result_message(outcome))``."""
-    (seq, action, reason, position, card, up, up_2, hid, hid_2, undone,
+    (seq, action, reason, position, card, turned, turned_2, undone,
      top, stock, cleared, moves, draws, undos, status, penalty, at, _) = outcome
-    ints = _INTS
+    # Each kind's frame gets its whole tuple at once (a tuple per piece costs more).
+    ints, n = _INTS, _INTS_KNOWN
+    s = ints[seq] if seq < n else pack_wire(seq)
+    t0 = _NIL if top is None else _CARDS[top]
+    t1, t2 = ints[stock], ints[cleared]
+    t3 = ints[moves] if moves < n else pack_wire(moves)
+    t4 = ints[draws] if draws < n else pack_wire(draws)
+    t5 = ints[undos] if undos < n else pack_wire(undos)
+    t6 = _PLAYING_BYTES if status == "playing" else _STATUS_BYTES[status]
+    t7 = ints[penalty] if penalty < n else pack_wire(penalty)
+    t8 = ints[at] if at < n else pack_wire(at)
     if reason is not None:
-        middle = _REFUSED_MIDDLE % (
-            _ACTION_BYTES[action], _INTS[reason], _NIL if position is None else ints[position]
+        p = _NIL if position is None else ints[position]
+        return _REFUSED_FRAME % (
+            s, _ACTION_BYTES[action], ints[reason], p, t0, t1, t2, t3, t4, t5, t6, t7, t8
         )
-    elif action == "play":
-        # A card lies on at most two others: it turns up none, one or two.
-        if up is None:
-            items = b"\x90"
-        elif up_2 is None:
-            items = b"\x91" + _UNCOVERED[up]
-        else:
-            items = b"\x92" + _UNCOVERED[up] + _UNCOVERED[up_2]
-        middle = _PLAY_MIDDLE % (ints[position], _CARDS[card], items)  # type: ignore[index]
-    elif action == "draw":
-        middle = _DRAW_MIDDLE % _CARDS[card]  # type: ignore[index]
-    elif undone == "draw":
-        middle = _UNDO_DRAW_MIDDLE
+    if undone is None and action == "draw":
+        c = _CARDS[card]  # type: ignore[index]
+        return _DRAW_FRAME % (s, c, t0, t1, t2, t3, t4, t5, t6, t7, t8)
+    if undone == "draw":
+        return _UNDO_DRAW_FRAME % (s, t0, t1, t2, t3, t4, t5, t6, t7, t8)
+    # A card lies on at most two others: a play turns up none, one or two, and its undo
+    # turns them down again.
+    table = _UNCOVERED if undone is None else ints
+    if turned is None:
+        items = b"\x90"
+    elif turned_2 is None:
+        items = b"\x91" + table[turned]
     else:
-        # An undone play hides again the cards it had turned up: none, one or two.
-        if hid is None:
-            items = b"\x90"
-        elif hid_2 is None:
-            items = b"\x91" + ints[hid]
-        else:
-            items = b"\x92" + ints[hid] + ints[hid_2]
-        middle = _UNDO_PLAY_MIDDLE % (ints[position], _CARDS[card], items)  # type: ignore[index]
-    n = _INTS_KNOWN
-    return _FRAME % (
-        ints[seq] if seq < n else pack_wire(seq),
-        middle,
-        _NIL if top is None else _CARDS[top],
-        ints[stock],
-        ints[cleared],
-        ints[moves] if moves < n else pack_wire(moves),
-        ints[draws] if draws < n else pack_wire(draws),
-        ints[undos] if undos < n else pack_wire(undos),
-        _PLAYING_BYTES if status == "playing" else _STATUS_BYTES[status],
-        ints[penalty] if penalty < n else pack_wire(penalty),
-        ints[at] if at < n else pack_wire(at),
-    )
+        items = b"\x92" + table[turned] + table[turned_2]
+    frame = _PLAY_FRAME if undone is None else _UNDO_PLAY_FRAME
+    p, c = ints[position], _CARDS[card]  # type: ignore[index]
+    return frame % (s, p, c, items, t0, t1, t2, t3, t4, t5, t6, t7, t8)
 
 
 # ---- reading a move ------------------------------------------------------------

@@ -226,20 +226,20 @@ class Race:
             return self._refuse(racer, seq, action, position, Reason.GAME_OVER, at)
         game = racer.game
         # The answer holds plain values only (see MoveOutcome): the actions' wire strings,
-        # one per branch, and a field for each turned or hidden card.
-        up = up_2 = hid = hid_2 = undone = None
+        # one per branch, and a field for each card the move turned up or down.
+        turned = turned_2 = undone = None
         try:
             if action is _PLAY:
                 name = "play"
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
-                turned = game.play(position)
+                up = game.play(position)
                 card = game.deal.peaks[position]
-                if turned:
+                if up:
                     # A card lies on at most two others: it turns up one or two.
-                    up = self.faces[turned[0]]
-                    if len(turned) == 2:
-                        up_2 = self.faces[turned[1]]
+                    turned = self.faces[up[0]]
+                    if len(up) == 2:
+                        turned_2 = self.faces[up[1]]
                 racer.cleared_at_ms = at
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
             elif action is _DRAW:
@@ -257,9 +257,9 @@ class Race:
                     assert isinstance(taken, int)
                     undone, position, card = "play", taken, game.deal.peaks[taken]
                     if hidden:
-                        hid = hidden[0]
+                        turned = hidden[0]
                         if len(hidden) == 2:
-                            hid_2 = hidden[1]
+                            turned_2 = hidden[1]
                     racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, taken, 1, -1, card))
         except IllegalMoveError as refusal:
             if action is _DRAW:
@@ -276,7 +276,7 @@ class Race:
             self._stopped_by(racer, status, at)
             state = status.value
         outcome = (
-            seq, name, None, position, card, up, up_2, hid, hid_2, undone,
+            seq, name, None, position, card, turned, turned_2, undone,
             top, stock, cleared, moves, draws, undos, state, racer.penalty_ms, at, True,
         )
         racer.answers.append(outcome)
@@ -364,7 +364,7 @@ class Race:
             position = None  # the answer's position is what a move may name on the wire
         top, stock, cleared, moves, draws, undos, status = racer.game.tally()
         outcome: MoveOutcome = (
-            seq, name, number, position, None, None, None, None, None, None,
+            seq, name, number, position, None, None, None, None,
             top, stock, cleared, moves, draws, undos, status.value, racer.penalty_ms, at, True,
         )
         racer.answers.append(outcome)

@@ -27,17 +27,16 @@ from protocol.rules.cards import card_code
 from protocol.rules.game import DRAW, HIDDEN, Deal, Game, Move, Rules, Status
 from protocol.rules.layout import COVERED_BY
 from protocol.rules.refusals import IllegalMoveError, Reason
-from protocol.wire import codec, fast
+from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.fast import (
     ACTION,
     FRESH,
-    HIDDEN_2,
     POSITION,
     REASON,
-    UNCOVERED,
-    UNCOVERED_2,
+    TURNED,
+    TURNED_2,
     UNDONE,
     MoveOutcome,
     move_result_message,
@@ -143,10 +142,10 @@ def _kind(answer: MoveOutcome) -> str:
         named = "no position" if answer[POSITION] is None else "a position"
         return f"{answer[ACTION]} refused: {Reason(answer[REASON]).name}, {named}"
     if answer[ACTION] == m.MoveAction.PLAY:
-        return f"play turning up {_count(answer, UNCOVERED, UNCOVERED_2)}"
+        return f"play turning up {_count(answer, TURNED, TURNED_2)}"
     if answer[ACTION] == m.MoveAction.DRAW:
         return "draw"
-    return f"undo of a {answer[UNDONE]} hiding {_count(answer, fast.HIDDEN, HIDDEN_2)}"
+    return f"undo of a {answer[UNDONE]} hiding {_count(answer, TURNED, TURNED_2)}"
 
 
 def _count(answer: MoveOutcome, *fields: int) -> int:

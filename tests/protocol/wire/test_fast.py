@@ -204,20 +204,17 @@ def _outcomes() -> st.SearchStrategy[MoveOutcome]:
     play, draw, undo = "play", "draw", "undo"
     nothing = st.just((None, None))
     kinds = st.one_of(
-        st.tuples(st.just(play), st.none(), POSITIONS, CARDS, _pair(FACES), nothing, st.none()),
-        st.tuples(st.just(draw), st.none(), st.none(), CARDS, nothing, nothing, st.none()),
-        st.tuples(st.just(undo), st.none(), st.none(), st.none(), nothing, nothing,
-                  st.just(draw)),
-        st.tuples(st.just(undo), st.none(), POSITIONS, CARDS, nothing, _pair(POSITIONS),
-                  st.just(play)),
+        st.tuples(st.just(play), st.none(), POSITIONS, CARDS, _pair(FACES), st.none()),
+        st.tuples(st.just(draw), st.none(), st.none(), CARDS, nothing, st.none()),
+        st.tuples(st.just(undo), st.none(), st.none(), st.none(), nothing, st.just(draw)),
+        st.tuples(st.just(undo), st.none(), POSITIONS, CARDS, _pair(POSITIONS), st.just(play)),
         st.tuples(st.sampled_from([a.value for a in m.MoveAction]),
                   st.sampled_from([int(reason) for reason in Reason]),
-                  st.one_of(st.none(), st.integers(0, 255)), st.none(), nothing, nothing,
-                  st.none()),
+                  st.one_of(st.none(), st.integers(0, 255)), st.none(), nothing, st.none()),
     )
     return st.builds(
         lambda kind, seq, tally, penalty, at, fresh: (
-            seq, *kind[:4], *kind[4], *kind[5], kind[6], *tally, penalty, at, fresh
+            seq, *kind[:4], *kind[4], kind[5], *tally, penalty, at, fresh
         ),
         kinds, st.one_of(st.integers(1, 300), st.integers(1, m.MAX_SEQ)), TALLIES, NUMBERS,
         NUMBERS, st.booleans(),
@@ -239,7 +236,7 @@ def test_the_answer_frame_is_the_codecs_bytes_of_the_answers_message(
 
 def test_an_answer_message_names_its_cards_by_their_codes() -> None:
     outcome: MoveOutcome = (
-        12, "play", None, 5, 12, face(1, 30), face(2, 51), None, None, None,
+        12, "play", None, 5, 12, face(1, 30), face(2, 51), None,
         7, 20, 3, 9, 4, 1, "playing", 5000, 4321, True,
     )
     message = move_result_message(outcome)
@@ -247,7 +244,7 @@ def test_an_answer_message_names_its_cards_by_their_codes() -> None:
     assert message.uncovered == (m.Uncovered(1, ALL_CODES[30]), m.Uncovered(2, ALL_CODES[51]))
     assert (message.stock_left, message.cleared, message.moves, message.draws) == (20, 3, 9, 4)
     assert (message.undos, message.penalty_ms, message.elapsed_ms) == (1, 5000, 4321)
-    assert (message.action, message.undone, message.status) == (
-        m.MoveAction.PLAY, None, Status.PLAYING
+    assert (message.action, message.undone, message.status, message.hidden) == (
+        m.MoveAction.PLAY, None, Status.PLAYING, ()
     )
     assert type(message.action) is m.MoveAction and type(message.status) is Status

@@ -18,12 +18,10 @@ from protocol.wire import messages as m
 from protocol.wire.fast import (
     ACTION,
     FRESH,
-    HIDDEN,
-    HIDDEN_2,
     REASON,
     STATUS,
-    UNCOVERED,
-    UNCOVERED_2,
+    TURNED,
+    TURNED_2,
     UNDONE,
     MoveOutcome,
 )
@@ -37,10 +35,10 @@ def _kind(answer: MoveOutcome) -> str:
     if answer[REASON] is not None:
         return f"{answer[ACTION]} refused"
     if answer[ACTION] == "play":
-        return f"play turning up {_filled(answer, UNCOVERED, UNCOVERED_2)}"
+        return f"play turning up {_filled(answer, TURNED, TURNED_2)}"
     if answer[ACTION] == "draw":
         return "draw"
-    return f"undo of a {answer[UNDONE]} hiding {_filled(answer, HIDDEN, HIDDEN_2)}"
+    return f"undo of a {answer[UNDONE]} hiding {_filled(answer, TURNED, TURNED_2)}"
 
 
 def _filled(answer: MoveOutcome, *fields: int) -> int:
