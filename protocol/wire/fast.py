@@ -27,19 +27,16 @@ from protocol.wire.codec import pack_wire
 #: read by the indexes below: a tuple subclass (a ``NamedTuple``) costs a tenth of the
 #: server's CPU per move in building, unpacking and freeing it.
 #:
-#: The race keeps thousands for resends, so each holds only ints, strs, ``None`` and
-#: bools: the garbage collector untracks such a tuple at the first collection that meets
-#: it, and never walks it again.  An enum member is a tracked object, and so is a
-#: nested tuple until a collection untracks it, which may come after the one that
-#: looks at the answer: either keeps the answer tracked.  So ``action``, ``undone`` and
-#: ``status`` are the wire's strings, ``reason`` the refusal's number (``None`` for an
-#: accepted move), the tally (:meth:`protocol.rules.game.Game.tally`) is spread over its
-#: fields, and so are the (at most two) cards the move turned: ``TURNED`` and
-#: ``TURNED_2``, ``None`` where there is none, hold a play's ``uncovered`` entries (each
-#: the card and its position as one number, :func:`face`) or an undone play's ``hidden``
-#: positions (no answer has both).  Cards are the engine's card numbers
-#: (``ALL_CODES[card]`` is the code).  Nineteen fields or fewer: CPython keeps spare
-#: tuples of those sizes for reuse, and a longer one costs an allocation per move.
+#: The race keeps thousands for resends, so an outcome holds only ints, strs, ``None``
+#: and bools: the first garbage collection that meets it untracks it for good.  An enum
+#: member would keep it tracked, and so might a nested tuple (a collection may untrack
+#: that only after it looked at the outcome).  Hence ``action``, ``undone`` and
+#: ``status`` are the wire's strings; ``reason`` is the refusal's number (``None``: the
+#: move was made); the tally (:meth:`protocol.rules.game.Game.tally`) has a field per
+#: value; ``TURNED`` and ``TURNED_2`` hold the cards a play turned up (:func:`face`
+#: numbers) or the positions an undone play turned down again, ``None`` where there is
+#: none.  Cards are the engine's card numbers (``ALL_CODES[card]`` is the code).  At most
+#: 19 fields: CPython reuses freed tuples up to that size.
 MoveOutcome = tuple[
     int,  # SEQ
     str,  # ACTION
@@ -127,8 +124,8 @@ def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
 # ---- the answer frame, from pre-packed pieces ---------------------------------
 # An answer is the msgpack map of a MoveResult, keys in the codec's order.  Packing a
 # 19-key dict per move costs more than the move, and most of the map is the same from
-# one answer to the next: the keys, and per kind of answer most values.  So the frame
-# is a byte template (``%b`` where a value goes) filled with ready-packed values.
+# one answer to the next: the keys, and per kind of answer most values.  So each kind
+# has a byte template (``%b`` where a value goes), filled with ready-packed values.
 _NIL: Final = b"\xc0"
 _SLOT: Final = object()
 #: Small non-negative integers, packed (larger ones are packed when needed).
