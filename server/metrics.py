@@ -9,6 +9,7 @@ from a callback instead of being kept up to date on the hot path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -54,13 +55,18 @@ class HotCounts:
         self.moves = 0
         self.rejected: dict[str, int] = {}
 
-    def count_move(self, reason: Reason | None) -> None:
-        """One move answered: accepted (``reason`` is None) or refused for ``reason``."""
+    def count_move(self, reason: int | None) -> None:
+        """One move answered: accepted (``reason`` is None) or refused for ``reason`` (a
+        :class:`~protocol.rules.refusals.Reason` or its number, as the race's answers hold it)."""
         if reason is None:
             self.moves += 1
         else:
-            name = reason.name.lower()
+            name = _REASON_LABELS[reason]
             self.rejected[name] = self.rejected.get(name, 0) + 1
+
+
+#: A refusal's label in the metrics, by reason (an IntEnum: its number finds it too).
+_REASON_LABELS: Final[dict[int, str]] = {reason: reason.name.lower() for reason in Reason}
 
 
 class _HotCollector(Collector):

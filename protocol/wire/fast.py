@@ -12,7 +12,6 @@ both to the codec.
 
 from __future__ import annotations
 
-import itertools
 from typing import Final
 
 import msgpack
@@ -23,28 +22,37 @@ from protocol.rules.refusals import Reason
 from protocol.wire import messages as m
 from protocol.wire.codec import pack_wire
 
-#: ``(waste_top, stock_left, cleared, moves, draws, undos, status)`` after a move: what
-#: :meth:`protocol.rules.game.Game.tally` gives.
-Tally = tuple[Card | None, int, int, int, int, int, Status]
-
-
 #: What the race answered to one move: every field of its ``move_result``, and whether
 #: the answer is fresh (False: the remembered answer to a resent move).  A plain tuple,
 #: read by the indexes below: a tuple subclass (a ``NamedTuple``) costs a tenth of the
 #: server's CPU per move in building, unpacking and freeing it.
 #:
-#: Cards are the engine's card numbers (``ALL_CODES[card]`` is the code); ``uncovered``
-#: holds ``(position, card)`` pairs; ``reason`` is ``None`` for an accepted move.
+#: The race keeps thousands for resends, so an outcome holds only ints, strs, ``None``
+#: and bools: the first garbage collection that meets it untracks it for good.  An enum
+#: member would keep it tracked, and so might a nested tuple (a collection may untrack
+#: that only after it looked at the outcome).  Hence ``action``, ``undone`` and
+#: ``status`` are the wire's strings; ``reason`` is the refusal's number (``None``: the
+#: move was made); the tally (:meth:`protocol.rules.game.Game.tally`) has a field per
+#: value; ``TURNED`` and ``TURNED_2`` hold the cards a play turned up (:func:`face`
+#: numbers) or the positions an undone play turned down again, ``None`` where there is
+#: none.  Cards are the engine's card numbers (``ALL_CODES[card]`` is the code).  At most
+#: 19 fields: CPython reuses freed tuples up to that size.
 MoveOutcome = tuple[
     int,  # SEQ
-    m.MoveAction,  # ACTION
-    Reason | None,  # REASON
+    str,  # ACTION
+    int | None,  # REASON
     int | None,  # POSITION
     Card | None,  # CARD
-    tuple[tuple[int, Card], ...],  # UNCOVERED
-    tuple[int, ...],  # HIDDEN
-    m.MoveAction | None,  # UNDONE
-    Tally,  # TALLY
+    int | None,  # TURNED
+    int | None,  # TURNED_2
+    str | None,  # UNDONE
+    Card | None,  # WASTE_TOP
+    int,  # STOCK_LEFT
+    int,  # CLEARED
+    int,  # MOVES
+    int,  # DRAWS
+    int,  # UNDOS
+    str,  # STATUS
     int,  # PENALTY_MS
     int,  # ELAPSED_MS
     bool,  # FRESH
@@ -54,13 +62,28 @@ ACTION: Final = 1
 REASON: Final = 2
 POSITION: Final = 3
 CARD: Final = 4
-UNCOVERED: Final = 5
-HIDDEN: Final = 6
+TURNED: Final = 5
+TURNED_2: Final = 6
 UNDONE: Final = 7
-TALLY: Final = 8
-PENALTY_MS: Final = 9
-ELAPSED_MS: Final = 10
-FRESH: Final = 11
+WASTE_TOP: Final = 8
+STOCK_LEFT: Final = 9
+CLEARED: Final = 10
+MOVES: Final = 11
+DRAWS: Final = 12
+UNDOS: Final = 13
+STATUS: Final = 14
+PENALTY_MS: Final = 15
+ELAPSED_MS: Final = 16
+FRESH: Final = 17
+
+
+#: How many card numbers there are: the stride of :func:`face`.
+_DECK: Final = len(ALL_CODES)
+
+
+def face(position: int, card: Card) -> int:
+    """An ``uncovered`` entry of a :data:`MoveOutcome`: ``card`` face up at ``position``."""
+    return position * _DECK + card
 
 
 def resent(outcome: MoveOutcome) -> MoveOutcome:
@@ -70,25 +93,29 @@ def resent(outcome: MoveOutcome) -> MoveOutcome:
 
 def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
     """The :class:`~protocol.wire.messages.MoveResult` that answers with ``outcome``."""
-    seq, action, reason, position, card, uncovered, hidden, undone, tally, penalty, at, _ = outcome
-    top, stock, cleared, moves, draws, undos, status = tally
+    (seq, action, reason, position, card, turned, turned_2, undone,
+     top, stock, cleared, moves, draws, undos, status, penalty, at, _) = outcome
+    turns = tuple(t for t in (turned, turned_2) if t is not None)
     return m.MoveResult(
         seq=seq,
-        action=action,
+        action=m.MoveAction(action),
         accepted=reason is None,
-        reason=reason,
+        reason=None if reason is None else Reason(reason),
         position=position,
         card=None if card is None else ALL_CODES[card],
-        uncovered=tuple(m.Uncovered(p, ALL_CODES[c]) for p, c in uncovered),
-        hidden=hidden,
-        undone=undone,
+        uncovered=(
+            tuple(m.Uncovered(f // _DECK, ALL_CODES[f % _DECK]) for f in turns)
+            if undone is None else ()
+        ),
+        hidden=() if undone is None else turns,
+        undone=None if undone is None else m.MoveAction(undone),
         waste_top=None if top is None else ALL_CODES[top],
         stock_left=stock,
         cleared=cleared,
         moves=moves,
         draws=draws,
         undos=undos,
-        status=status,
+        status=Status(status),
         penalty_ms=penalty,
         elapsed_ms=at,
     )
@@ -97,30 +124,22 @@ def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
 # ---- the answer frame, from pre-packed pieces ---------------------------------
 # An answer is the msgpack map of a MoveResult, keys in the codec's order.  Packing a
 # 19-key dict per move costs more than the move, and most of the map is the same from
-# one answer to the next: the keys, and per kind of answer most values.  So the frame
-# is a byte template (``%b`` where a value goes) filled with ready-packed values.
-_PLAY, _DRAW = m.MoveAction.PLAY, m.MoveAction.DRAW
+# one answer to the next: the keys, and per kind of answer most values.  So each kind
+# has a byte template (``%b`` where a value goes), filled with ready-packed values.
 _NIL: Final = b"\xc0"
 _SLOT: Final = object()
 #: Small non-negative integers, packed (larger ones are packed when needed).
 _INTS: Final = tuple(pack_wire(i) for i in range(1 << 14))
 _INTS_KNOWN: Final = len(_INTS)
 _CARDS: Final = tuple(pack_wire(code) for code in ALL_CODES)
-_PLAYING: Final = Status.PLAYING
-_PLAYING_BYTES: Final = pack_wire(_PLAYING.value)
-_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
+_PLAYING_BYTES: Final = pack_wire(Status.PLAYING.value)
+_STATUS_BYTES: Final = {status.value: pack_wire(status.value) for status in Status}
+_ACTION_BYTES: Final = {action.value: pack_wire(action.value) for action in m.MoveAction}
 
-#: Each ``uncovered`` entry (``{"position": p, "card": code}``), packed, by ``(p, card)``.
-_UNCOVERED: Final = {
-    (p, card): pack_wire({"position": p, "card": code})
-    for p in range(28)
-    for card, code in enumerate(ALL_CODES)
-}
-#: Every ``hidden`` list (at most two positions), packed.
-_HIDDEN_LISTS: Final = {
-    hidden: pack_wire(list(hidden))
-    for hidden in ((), *((p,) for p in range(28)), *itertools.product(range(28), repeat=2))
-}
+#: Each ``uncovered`` entry (``{"position": p, "card": code}``), packed, by its :func:`face`.
+_UNCOVERED: Final = tuple(
+    pack_wire({"position": p, "card": code}) for p in range(28) for code in ALL_CODES
+)
 
 
 def _pieces(keys: tuple[str, ...], values: tuple[object, ...]) -> bytes:
@@ -141,65 +160,67 @@ _TAIL_KEYS: Final = (
     "waste_top", "stock_left", "cleared", "moves", "draws", "undos", "status", "penalty_ms",
     "elapsed_ms",
 )
-#: ``%`` (seq, middle, then the tail's values): the whole frame.
-_FRAME: Final[bytes] = (
-    msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
-    + _pieces(("t", "seq"), (m.MoveResult.TAG, _SLOT))
-    + b"%b"
-    + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
-)
-# The middles, by kind of answer.  ``hidden`` is an empty list where the codec writes
+_MAP_HEAD: Final[bytes] = msgpack.Packer().pack_map_header(2 + len(_MIDDLE_KEYS) + len(_TAIL_KEYS))
+
+
+def _frame(*middle: object) -> bytes:
+    """The frame of one kind of answer, ``%`` (seq, the middle's slots, the tail's values):
+    ``middle`` are the values of :data:`_MIDDLE_KEYS` (:data:`_SLOT` for a slot)."""
+    return (
+        _MAP_HEAD
+        + _pieces(("t", "seq"), (m.MoveResult.TAG, _SLOT))
+        + _pieces(_MIDDLE_KEYS, middle)
+        + _pieces(_TAIL_KEYS, (_SLOT,) * len(_TAIL_KEYS))
+    )
+
+
+# The frames, by kind of answer.  ``hidden`` is an empty list where the codec writes
 # the message's empty tuple.
-_PLAY_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("play", True, None, _SLOT, _SLOT, _SLOT, [], None))
-_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("draw", True, None, None, _SLOT, [], [], None))
-_UNDO_DRAW_MIDDLE: Final = _pieces(_MIDDLE_KEYS, ("undo", True, None, None, None, [], [], "draw"))
-_UNDO_PLAY_MIDDLE: Final = _pieces(
-    _MIDDLE_KEYS, ("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
-)
-_REFUSED_MIDDLE: Final = _pieces(
-    _MIDDLE_KEYS, (_SLOT, False, _SLOT, _SLOT, None, [], [], None)
-)
+_PLAY_FRAME: Final = _frame("play", True, None, _SLOT, _SLOT, _SLOT, [], None)
+_DRAW_FRAME: Final = _frame("draw", True, None, None, _SLOT, [], [], None)
+_UNDO_DRAW_FRAME: Final = _frame("undo", True, None, None, None, [], [], "draw")
+_UNDO_PLAY_FRAME: Final = _frame("undo", True, None, _SLOT, _SLOT, [], _SLOT, "play")
+_REFUSED_FRAME: Final = _frame(_SLOT, False, _SLOT, _SLOT, None, [], [], None)
 
 
 def move_result_msgpack(outcome: MoveOutcome) -> bytes:
     """The ``move_result`` frame of ``outcome``: the bytes of
     ``codec.encode_msgpack(move_result_message(outcome))``."""
-    seq, action, reason, position, card, uncovered, hidden, undone, tally, penalty, at, _ = outcome
-    top, stock, cleared, moves, draws, undos, status = tally
-    ints = _INTS
+    (seq, action, reason, position, card, turned, turned_2, undone,
+     top, stock, cleared, moves, draws, undos, status, penalty, at, _) = outcome
+    # Each kind's frame gets its whole tuple at once (a tuple per piece costs more).
+    ints, n = _INTS, _INTS_KNOWN
+    s = ints[seq] if seq < n else pack_wire(seq)
+    t0 = _NIL if top is None else _CARDS[top]
+    t1, t2 = ints[stock], ints[cleared]
+    t3 = ints[moves] if moves < n else pack_wire(moves)
+    t4 = ints[draws] if draws < n else pack_wire(draws)
+    t5 = ints[undos] if undos < n else pack_wire(undos)
+    t6 = _PLAYING_BYTES if status == "playing" else _STATUS_BYTES[status]
+    t7 = ints[penalty] if penalty < n else pack_wire(penalty)
+    t8 = ints[at] if at < n else pack_wire(at)
     if reason is not None:
-        middle = _REFUSED_MIDDLE % (pack_wire(action), pack_wire(reason), pack_wire(position))
-    elif action is _PLAY:
-        # A card lies on at most two others: it turns up none, one or two.
-        if not uncovered:
-            items = b"\x90"
-        elif len(uncovered) == 1:
-            items = b"\x91" + _UNCOVERED[uncovered[0]]
-        else:
-            items = b"\x92" + _UNCOVERED[uncovered[0]] + _UNCOVERED[uncovered[1]]
-        middle = _PLAY_MIDDLE % (ints[position], _CARDS[card], items)  # type: ignore[index]
-    elif action is _DRAW:
-        middle = _DRAW_MIDDLE % _CARDS[card]  # type: ignore[index]
-    elif undone is _DRAW:
-        middle = _UNDO_DRAW_MIDDLE
-    else:
-        middle = _UNDO_PLAY_MIDDLE % (
-            ints[position], _CARDS[card], _HIDDEN_LISTS[hidden]  # type: ignore[index]
+        p = _NIL if position is None else ints[position]
+        return _REFUSED_FRAME % (
+            s, _ACTION_BYTES[action], ints[reason], p, t0, t1, t2, t3, t4, t5, t6, t7, t8
         )
-    n = _INTS_KNOWN
-    return _FRAME % (
-        ints[seq] if seq < n else pack_wire(seq),
-        middle,
-        _NIL if top is None else _CARDS[top],
-        ints[stock],
-        ints[cleared],
-        ints[moves] if moves < n else pack_wire(moves),
-        ints[draws] if draws < n else pack_wire(draws),
-        ints[undos] if undos < n else pack_wire(undos),
-        _PLAYING_BYTES if status is _PLAYING else _STATUS_BYTES[status],
-        ints[penalty] if penalty < n else pack_wire(penalty),
-        ints[at] if at < n else pack_wire(at),
-    )
+    if undone is None and action == "draw":
+        c = _CARDS[card]  # type: ignore[index]
+        return _DRAW_FRAME % (s, c, t0, t1, t2, t3, t4, t5, t6, t7, t8)
+    if undone == "draw":
+        return _UNDO_DRAW_FRAME % (s, t0, t1, t2, t3, t4, t5, t6, t7, t8)
+    # A card lies on at most two others: a play turns up none, one or two, and its undo
+    # turns them down again.
+    table = _UNCOVERED if undone is None else ints
+    if turned is None:
+        items = b"\x90"
+    elif turned_2 is None:
+        items = b"\x91" + table[turned]
+    else:
+        items = b"\x92" + table[turned] + table[turned_2]
+    frame = _PLAY_FRAME if undone is None else _UNDO_PLAY_FRAME
+    p, c = ints[position], _CARDS[card]  # type: ignore[index]
+    return frame % (s, p, c, items, t0, t1, t2, t3, t4, t5, t6, t7, t8)
 
 
 # ---- reading a move ------------------------------------------------------------

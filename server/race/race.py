@@ -26,7 +26,7 @@ from typing import Final
 from protocol.rules.cards import ALL_CODES
 from protocol.rules.game import DRAW, Deal, Game, PlayerView, Status, standing_key
 from protocol.rules.refusals import IllegalMoveError, Reason
-from protocol.wire.fast import FRESH, MoveOutcome, move_result_message, resent
+from protocol.wire.fast import FRESH, MoveOutcome, face, move_result_message, resent
 from protocol.wire.lifecycle import RacerEvent, next_status
 from protocol.wire.messages import MoveAction, MoveResult, PlayerStatus
 from server.race.records import MoveLogEntry, PlayerResult
@@ -174,8 +174,8 @@ class Race:
             for pid, name, is_bot in players
         }
         self.finish_order: list[str] = []
-        #: ``uncovered`` entries of the answers, ``(position, card)``, made once per race.
-        self.faces: tuple[tuple[int, int], ...] = tuple(enumerate(deal.peaks))
+        #: ``uncovered`` entries of the answers (:func:`~protocol.wire.fast.face`), by position.
+        self.faces: tuple[int, ...] = tuple(face(p, card) for p, card in enumerate(deal.peaks))
         self.over = False
         self.end_ms: int | None = None
 
@@ -225,53 +225,59 @@ class Race:
         if self.over or racer.status in _FINAL:
             return self._refuse(racer, seq, action, position, Reason.GAME_OVER, at)
         game = racer.game
-        uncovered: tuple[tuple[int, int], ...] = ()
-        hidden: tuple[int, ...] = ()
-        undone = None
+        # The answer holds plain values only (see MoveOutcome): the actions' wire strings,
+        # one per branch, and a field for each card the move turned up or down.
+        turned = turned_2 = undone = None
         try:
             if action is _PLAY:
+                name = "play"
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
-                turned = game.play(position)
+                up = game.play(position)
                 card = game.deal.peaks[position]
-                if turned:
+                if up:
                     # A card lies on at most two others: it turns up one or two.
-                    faces = self.faces
-                    uncovered = (
-                        (faces[turned[0]],) if len(turned) == 1
-                        else (faces[turned[0]], faces[turned[1]])
-                    )
+                    turned = self.faces[up[0]]
+                    if len(up) == 2:
+                        turned_2 = self.faces[up[1]]
                 racer.cleared_at_ms = at
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
             elif action is _DRAW:
-                card, position = game.draw(), None
+                name, card, position = "draw", game.draw(), None
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_DRAW, -1, 1, -1, card))
             else:
+                name = "undo"
                 taken, hidden = game.take_back()
                 racer.penalty_ms += self.undo_penalty_ms
                 racer.cleared_at_ms = at
                 if taken == DRAW:
-                    undone, position, card = _DRAW, None, None
+                    undone, position, card = "draw", None, None
                     racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, -1, 1, -1, -1))
                 else:
                     assert isinstance(taken, int)
-                    undone, position, card = _PLAY, taken, game.deal.peaks[taken]
+                    undone, position, card = "play", taken, game.deal.peaks[taken]
+                    if hidden:
+                        turned = hidden[0]
+                        if len(hidden) == 2:
+                            turned_2 = hidden[1]
                     racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, taken, 1, -1, card))
         except IllegalMoveError as refusal:
             if action is _DRAW:
                 position = None  # a draw has none, even if the caller gave one
             return self._refuse(racer, seq, action, position, refusal.reason, at)
-        tally = game.tally()
-        status = tally[6]
-        if status is not _PLAYING:
+        top, stock, cleared, moves, draws, undos, status = game.tally()
+        if status is _PLAYING:
+            state = "playing"
+            if racer.status is not _RACING:
+                # An undo out of a stuck position puts the player back in the race.
+                racer.status = next_status(racer.status, RacerEvent.UNDO)
+                racer.done_ms = None
+        else:
             self._stopped_by(racer, status, at)
-        elif racer.status is not _RACING:
-            # An undo out of a stuck position puts the player back in the race.
-            racer.status = next_status(racer.status, RacerEvent.UNDO)
-            racer.done_ms = None
+            state = status.value
         outcome = (
-            seq, action, None, position, card, uncovered, hidden, undone, tally,
-            racer.penalty_ms, at, True,
+            seq, name, None, position, card, turned, turned_2, undone,
+            top, stock, cleared, moves, draws, undos, state, racer.penalty_ms, at, True,
         )
         racer.answers.append(outcome)
         return outcome
@@ -350,14 +356,16 @@ class Race:
     ) -> MoveOutcome:
         """Log a refused move (up to :data:`MAX_REFUSALS_LOGGED`); remember and return the
         answer."""
+        name, number = _ACTION_NAME[action], int(reason)
         if racer.refusals_logged < MAX_REFUSALS_LOGGED:
             racer.refusals_logged += 1
-            racer.log.append(seq, at, _ACTION_NAME[action], position, False, int(reason), None)
+            racer.log.append(seq, at, name, position, False, number, None)
         if position is not None and position > 255:
             position = None  # the answer's position is what a move may name on the wire
+        top, stock, cleared, moves, draws, undos, status = racer.game.tally()
         outcome: MoveOutcome = (
-            seq, action, reason, position, None, (), (), None, racer.game.tally(),
-            racer.penalty_ms, at, True,
+            seq, name, number, position, None, None, None, None,
+            top, stock, cleared, moves, draws, undos, status.value, racer.penalty_ms, at, True,
         )
         racer.answers.append(outcome)
         return outcome

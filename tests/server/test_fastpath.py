@@ -27,7 +27,7 @@ from protocol.rules.cards import card_code
 from protocol.rules.game import DRAW, HIDDEN, Deal, Game, Move, Rules, Status
 from protocol.rules.layout import COVERED_BY
 from protocol.rules.refusals import IllegalMoveError, Reason
-from protocol.wire import codec, fast
+from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.fast import (
@@ -35,7 +35,8 @@ from protocol.wire.fast import (
     FRESH,
     POSITION,
     REASON,
-    UNCOVERED,
+    TURNED,
+    TURNED_2,
     UNDONE,
     MoveOutcome,
     move_result_message,
@@ -139,12 +140,17 @@ def _kind(answer: MoveOutcome) -> str:
     """What kind of answer this is, as the encoder tells them apart."""
     if answer[REASON] is not None:
         named = "no position" if answer[POSITION] is None else "a position"
-        return f"{answer[ACTION]} refused: {answer[REASON].name}, {named}"
-    if answer[ACTION] is m.MoveAction.PLAY:
-        return f"play turning up {len(answer[UNCOVERED])}"
-    if answer[ACTION] is m.MoveAction.DRAW:
+        return f"{answer[ACTION]} refused: {Reason(answer[REASON]).name}, {named}"
+    if answer[ACTION] == m.MoveAction.PLAY:
+        return f"play turning up {_count(answer, TURNED, TURNED_2)}"
+    if answer[ACTION] == m.MoveAction.DRAW:
         return "draw"
-    return f"undo of a {answer[UNDONE]} hiding {len(answer[fast.HIDDEN])}"
+    return f"undo of a {answer[UNDONE]} hiding {_count(answer, TURNED, TURNED_2)}"
+
+
+def _count(answer: MoveOutcome, *fields: int) -> int:
+    """How many of ``fields`` (an entry each, ``None`` where there is none) hold one."""
+    return sum(answer[field] is not None for field in fields)
 
 
 def _line_to_an_empty_stock(deal: Deal) -> list[Move]:
@@ -178,11 +184,11 @@ def test_every_kind_of_answer_is_the_codecs_bytes() -> None:
         return answer
 
     play, draw, undo = m.MoveAction.PLAY, m.MoveAction.DRAW, m.MoveAction.UNDO
-    assert move("a", undo)[REASON] is Reason.NOTHING_TO_UNDO
-    assert move("a", play)[REASON] is move("a", play, 40)[REASON] is Reason.NO_SUCH_POSITION
+    assert move("a", undo)[REASON] == Reason.NOTHING_TO_UNDO
+    assert move("a", play)[REASON] == move("a", play, 40)[REASON] == Reason.NO_SUCH_POSITION
     assert move("a", play, 300)[POSITION] is None  # past what a move may name on the wire
-    assert move("a", play, 0)[REASON] is Reason.COVERED
-    assert move("c", undo)[REASON] is Reason.UNDO_NOT_ALLOWED
+    assert move("a", play, 0)[REASON] == Reason.COVERED
+    assert move("c", undo)[REASON] == Reason.UNDO_NOT_ALLOWED
     for step in _line_to_an_empty_stock(DEALT.deal):
         assert move("b", draw if step == DRAW else play, None if step == DRAW else step)[
             REASON
@@ -193,15 +199,15 @@ def test_every_kind_of_answer_is_the_codecs_bytes() -> None:
         if step != DRAW:
             unfit = [p for p in range(28) if game.is_free(p) and p not in game.legal_moves()]
             if unfit:
-                assert move("a", play, unfit[0])[REASON] is Reason.NOT_ADJACENT
+                assert move("a", play, unfit[0])[REASON] == Reason.NOT_ADJACENT
         action, position = (draw, None) if step == DRAW else (play, int(step))
         assert move("a", action, position)[REASON] is None
         if game.status is Status.WON:
             break  # a won game takes no undo
         assert move("a", undo)[REASON] is move("a", action, position)[REASON] is None
         if step != DRAW:
-            assert move("a", play, position)[REASON] is Reason.ALREADY_PLAYED
-    assert move("a", draw)[REASON] is Reason.GAME_OVER
+            assert move("a", play, position)[REASON] == Reason.ALREADY_PLAYED
+    assert move("a", draw)[REASON] == Reason.GAME_OVER
     last = seqs["a"]
     for pid, seq in (("a", last - 63), ("a", last - 40), ("a", last - 2), ("a", last),
                      ("b", seqs["b"])):
@@ -477,7 +483,7 @@ def test_only_the_first_move_after_a_flush_sets_the_progress_timer_and_a_win_sti
     assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 20)[1] == ()
     assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 30)[1] == ()  # a resend
     refused = room.answer_move("h", 3, m.MoveAction.UNDO, None, 40)
-    assert refused[0][REASON] is Reason.NOTHING_TO_UNDO and refused[1] == ()
+    assert refused[0][REASON] == Reason.NOTHING_TO_UNDO and refused[1] == ()
     with pytest.raises(ProtocolError) as skipped:
         room.answer_move("h", 9, m.MoveAction.DRAW, None, 50)
     assert skipped.value.code is ErrorCode.SEQ_OUT_OF_ORDER and skipped.value.seq == 9

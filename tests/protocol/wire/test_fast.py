@@ -21,6 +21,7 @@ from protocol.wire.fast import (
     FRESH,
     REASON,
     MoveOutcome,
+    face,
     move_result_message,
     move_result_msgpack,
     parse_move,
@@ -187,29 +188,34 @@ NUMBERS = st.one_of(
 )
 TALLIES = st.tuples(
     st.one_of(st.none(), CARDS), st.integers(0, 24), st.integers(0, 28), NUMBERS, NUMBERS,
-    NUMBERS, st.sampled_from(list(Status)),
+    NUMBERS, st.sampled_from([status.value for status in Status]),
 )
-PAIRS = st.tuples(POSITIONS, CARDS)
+FACES = st.builds(face, POSITIONS, CARDS)
+
+
+def _pair(items: st.SearchStrategy[int]) -> st.SearchStrategy[tuple[int | None, int | None]]:
+    """Two fields for none, one or two items."""
+    return st.one_of(st.tuples(st.none(), st.none()), st.tuples(items, st.none()),
+                     st.tuples(items, items))
 
 
 def _outcomes() -> st.SearchStrategy[MoveOutcome]:
     """Every kind of answer the race gives: plays, draws, undos of each, refusals."""
-    play, draw, undo = m.MoveAction.PLAY, m.MoveAction.DRAW, m.MoveAction.UNDO
+    play, draw, undo = "play", "draw", "undo"
+    nothing = st.just((None, None))
     kinds = st.one_of(
-        st.tuples(st.just(play), st.none(), POSITIONS, CARDS,
-                  st.lists(PAIRS, max_size=2).map(tuple), st.just(()), st.none()),
-        st.tuples(st.just(draw), st.none(), st.none(), CARDS, st.just(()), st.just(()),
-                  st.none()),
-        st.tuples(st.just(undo), st.none(), st.none(), st.none(), st.just(()), st.just(()),
-                  st.just(draw)),
-        st.tuples(st.just(undo), st.none(), POSITIONS, CARDS, st.just(()),
-                  st.lists(POSITIONS, max_size=2).map(tuple), st.just(play)),
-        st.tuples(st.sampled_from(list(m.MoveAction)), st.sampled_from(list(Reason)),
-                  st.one_of(st.none(), st.integers(0, 255)), st.none(), st.just(()),
-                  st.just(()), st.none()),
+        st.tuples(st.just(play), st.none(), POSITIONS, CARDS, _pair(FACES), st.none()),
+        st.tuples(st.just(draw), st.none(), st.none(), CARDS, nothing, st.none()),
+        st.tuples(st.just(undo), st.none(), st.none(), st.none(), nothing, st.just(draw)),
+        st.tuples(st.just(undo), st.none(), POSITIONS, CARDS, _pair(POSITIONS), st.just(play)),
+        st.tuples(st.sampled_from([a.value for a in m.MoveAction]),
+                  st.sampled_from([int(reason) for reason in Reason]),
+                  st.one_of(st.none(), st.integers(0, 255)), st.none(), nothing, st.none()),
     )
     return st.builds(
-        lambda kind, seq, tally, penalty, at, fresh: (seq, *kind, tally, penalty, at, fresh),
+        lambda kind, seq, tally, penalty, at, fresh: (
+            seq, *kind[:4], *kind[4], kind[5], *tally, penalty, at, fresh
+        ),
         kinds, st.one_of(st.integers(1, 300), st.integers(1, m.MAX_SEQ)), TALLIES, NUMBERS,
         NUMBERS, st.booleans(),
     )
@@ -229,12 +235,16 @@ def test_the_answer_frame_is_the_codecs_bytes_of_the_answers_message(
 
 
 def test_an_answer_message_names_its_cards_by_their_codes() -> None:
-    tally = (7, 20, 3, 9, 4, 1, Status.PLAYING)
     outcome: MoveOutcome = (
-        12, m.MoveAction.PLAY, None, 5, 12, ((1, 30), (2, 51)), (), None, tally, 5000, 4321, True
+        12, "play", None, 5, 12, face(1, 30), face(2, 51), None,
+        7, 20, 3, 9, 4, 1, "playing", 5000, 4321, True,
     )
     message = move_result_message(outcome)
     assert (message.card, message.waste_top) == (ALL_CODES[12], ALL_CODES[7])
     assert message.uncovered == (m.Uncovered(1, ALL_CODES[30]), m.Uncovered(2, ALL_CODES[51]))
     assert (message.stock_left, message.cleared, message.moves, message.draws) == (20, 3, 9, 4)
     assert (message.undos, message.penalty_ms, message.elapsed_ms) == (1, 5000, 4321)
+    assert (message.action, message.undone, message.status, message.hidden) == (
+        m.MoveAction.PLAY, None, Status.PLAYING, ()
+    )
+    assert type(message.action) is m.MoveAction and type(message.status) is Status
