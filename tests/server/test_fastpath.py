@@ -51,20 +51,11 @@ from server.race.room import PROGRESS_TIMER, Room
 from server.race.room_types import Fresh, Identity, RoomTimings
 from server.transport.connection import Connection, Transport
 from server.transport.framing import WriteBatch, frame_header
+from tests.protocol.wire.test_fast import decoded_move
 from tests.serverutil import open_room, running_server
 
 DEALT = deal_for_seed("42", Rules())
 DEALT_NO_WRAP = deal_for_seed("7", Rules(wrap=False, empty_waste=True))
-
-def _decoded(frame: bytes) -> tuple[int, m.MoveAction, int | None] | ErrorCode | str:
-    try:
-        message = codec.decode(frame, codec.Encoding.MSGPACK)
-    except ProtocolError as exc:
-        return exc.code
-    if not isinstance(message, m.MoveRequest):
-        return message.TAG
-    return message.seq, message.action, message.position
-
 
 def _race(allow_undo: bool, penalty_ms: int, wrap: bool) -> Race:
     dealt = DEALT if wrap else DEALT_NO_WRAP
@@ -248,7 +239,7 @@ async def test_odd_move_frames_get_the_general_paths_error_codes_from_a_racing_s
         first = await ann.request(m.MoveRequest(1, m.MoveAction.DRAW), m.MoveResult)
         assert first.accepted and first.seq == 1
         for frame in _odd_move_frames():
-            expected = _decoded(frame)
+            expected = decoded_move(frame)
             assert isinstance(expected, ErrorCode), frame
             await ann.send_raw(frame)
             error = await ann.expect(m.Error)

@@ -54,7 +54,8 @@ def _spoil(base: dict[str, object]) -> st.SearchStrategy[dict[str, object]]:
     return st.tuples(KEYS, VALUES).map(lambda kv: {**base, kv[0]: kv[1]})
 
 
-def _decoded(frame: bytes) -> tuple[int, m.MoveAction, int | None] | ErrorCode | str:
+def decoded_move(frame: bytes) -> tuple[int, m.MoveAction, int | None] | ErrorCode | str:
+    """What the general decoder makes of ``frame``: the move, its error code, or another tag."""
     try:
         message = codec.decode(frame, codec.Encoding.MSGPACK)
     except ProtocolError as exc:
@@ -73,8 +74,8 @@ def test_parse_move_accepts_only_what_the_full_decoder_reads_as_the_same_move(
     frame = msgpack.packb(wire)
     fast = parse_move(frame)
     if fast is not None:
-        assert _decoded(frame) == fast
-    elif isinstance(_decoded(frame), tuple):
+        assert decoded_move(frame) == fast
+    elif isinstance(decoded_move(frame), tuple):
         # The fast path may decline a valid move only when its frame is unusually shaped.
         assert len(frame) > 64 or frame[0] & 0xF0 != 0x80
 
@@ -82,7 +83,7 @@ def test_parse_move_accepts_only_what_the_full_decoder_reads_as_the_same_move(
 @given(st.binary(max_size=80))
 def test_parse_move_declines_or_agrees_on_arbitrary_bytes(frame: bytes) -> None:
     fast = parse_move(frame)
-    assert fast is None or _decoded(frame) == fast
+    assert fast is None or decoded_move(frame) == fast
 
 
 MOVES = st.one_of(
@@ -99,14 +100,14 @@ def test_parse_move_reads_every_move_the_codec_writes_as_the_decoder_does(
 ) -> None:
     frame = codec.encode_msgpack(request)
     assert parse_move(frame) == (request.seq, request.action, request.position)
-    assert _decoded(frame) == parse_move(frame)
+    assert decoded_move(frame) == parse_move(frame)
 
 
 def test_parse_move_declines_duplicate_keys_timestamps_and_non_string_keys() -> None:
     dup = b"\x84\xa1t\xa4move\xa3seq\x01\xa6action\xa4draw\xa3seq\x02"
-    assert parse_move(dup) is None and _decoded(dup) is ErrorCode.DUPLICATE_KEY
+    assert parse_move(dup) is None and decoded_move(dup) is ErrorCode.DUPLICATE_KEY
     stamp = msgpack.packb({"t": "move", "seq": msgpack.Timestamp(1), "action": "draw"})
-    assert parse_move(stamp) is None and _decoded(stamp) is ErrorCode.EXTENSION_TYPE
+    assert parse_move(stamp) is None and decoded_move(stamp) is ErrorCode.EXTENSION_TYPE
     bkey = msgpack.packb({"t": "move", "seq": 1, "action": "draw", b"position": None})
     assert parse_move(bkey) is None
     assert parse_move(b"") is None and parse_move(b"\x80") is None
@@ -161,7 +162,7 @@ def test_parse_move_reads_the_codecs_layout_byte_for_byte_as_the_full_decoder_do
     spoiled tails: ``parse_move`` agrees with ``decode``, and takes every move it reads."""
     frame = _spoiled(HEAD + seq + tail, cut, extra, flip)
     fast = parse_move(frame)
-    decoded = _decoded(frame)
+    decoded = decoded_move(frame)
     if fast is not None:
         assert decoded == fast
     elif isinstance(decoded, tuple):
@@ -172,7 +173,7 @@ def test_parse_move_reads_every_seq_form_of_the_codecs_layout() -> None:
     tail = b"\xa6action\xa4play\xa8position\xcc\xc8"
     for seq in (b"\x01", b"\x7f", b"\xcc\x05", b"\xcc\xff", b"\xcd\x01\x2c",
                 b"\xce\x7f\xff\xff\xff", b"\xcf" + b"\x00" * 7 + b"\x01"):
-        assert parse_move(HEAD + seq + tail) == _decoded(HEAD + seq + tail)
+        assert parse_move(HEAD + seq + tail) == decoded_move(HEAD + seq + tail)
     for seq in (b"\x00", b"\xcc\x00", b"\xce\x80\x00\x00\x00"):
         assert parse_move(HEAD + seq + tail) is None
 
