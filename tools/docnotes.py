@@ -165,8 +165,7 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("MoveResult", "card"): "see the cases above",
     ("MoveResult", "uncovered"): "cards turned face up by this play",
     ("MoveResult", "hidden"): "positions turned face down by this undo",
-    ("MoveResult", "undone"): "for an accepted undo: `\"play\"` or `\"draw\"`, what was "
-    "undone (this server never sends `\"undo\"`); null otherwise",
+    ("MoveResult", "undone"): "for an accepted undo: what was undone; null otherwise",
     ("MoveResult", "waste_top"): "waste top card now (null: empty waste)",
     ("MoveResult", "stock_left"): "cards left in the stock",
     ("MoveResult", "cleared"): "peak cards played",

@@ -57,6 +57,9 @@ MoveOutcome = tuple[
     int,  # ELAPSED_MS
     bool,  # FRESH
 ]
+#: ``undone`` as the message's type from its wire value.
+_UNDONE: Final[dict[str, m.UndoneAction]] = {"play": m.MoveAction.PLAY, "draw": m.MoveAction.DRAW}
+
 SEQ: Final = 0
 ACTION: Final = 1
 REASON: Final = 2
@@ -108,7 +111,7 @@ def move_result_message(outcome: MoveOutcome) -> m.MoveResult:
             if undone is None else ()
         ),
         hidden=() if undone is None else turns,
-        undone=None if undone is None else m.MoveAction(undone),
+        undone=None if undone is None else _UNDONE[undone],
         waste_top=None if top is None else ALL_CODES[top],
         stock_left=stock,
         cleared=cleared,

@@ -86,6 +86,10 @@ class MoveAction(enum.StrEnum):
     UNDO = "undo"
 
 
+#: What an accepted undo took back: a play or a draw, never another undo.
+UndoneAction = Literal[MoveAction.PLAY, MoveAction.DRAW]
+
+
 class PlayerStatus(enum.StrEnum):
     """A player's standing in the race, as shown in progress and standings."""
 
@@ -419,7 +423,7 @@ class MoveResult:
     card: CardCode | None
     uncovered: Annotated[tuple[Uncovered, ...], Items(2)]
     hidden: Annotated[tuple[Position, ...], Items(2)]
-    undone: MoveAction | None
+    undone: UndoneAction | None
     waste_top: CardCode | None
     stock_left: StockLeft
     cleared: Cleared

@@ -447,3 +447,23 @@ def test_every_decode_error_has_a_close_code_hint() -> None:
     assert ProtocolError(ErrorCode.EXTRA_FIELD).close_code is CloseCode.PROTOCOL_ERROR
     for code, close in CLOSE_FOR_ERROR.items():
         assert ProtocolError(code).close_code is close
+
+
+# ---- what an undo took back ---------------------------------------------------
+def _undo_answer(undone: str) -> dict[str, object]:
+    return {
+        "t": "move_result", "seq": 3, "action": "undo", "accepted": True, "reason": None,
+        "position": None, "card": None, "uncovered": [], "hidden": [], "undone": undone,
+        "waste_top": "AS", "stock_left": 22, "cleared": 0, "moves": 2, "draws": 2, "undos": 1,
+        "status": "playing", "penalty_ms": 0, "elapsed_ms": 900,
+    }
+
+
+@BOTH
+def test_an_undo_takes_back_a_play_or_a_draw_never_another_undo(
+    encoding: str, to_frame: Encoder
+) -> None:
+    for undone in ("play", "draw"):
+        result = codec.decode_server(to_frame(_undo_answer(undone)), encoding)  # type: ignore[arg-type]
+        assert isinstance(result, m.MoveResult) and result.undone is m.MoveAction(undone)
+    assert code_of(to_frame(_undo_answer("undo")), encoding, server=True) is ErrorCode.BAD_CHOICE
