@@ -1,10 +1,11 @@
 """The spectator web pages: plain HTML, CSS and JavaScript modules from ``server/static``.
 
 :func:`add_web_routes` registers ``/`` (public rooms), ``/watch/{code}`` (a
-live race), ``/races/{race_id}`` (a stored race replayed) and the static
-files under ``/static/``.  The pages are static files: everything live comes
-from the JSON WebSocket subprotocol and the ``/api`` routes, so no hidden
-card ever passes through here.  See ``docs/web.md``.
+live race), ``/races/{race_id}`` (a stored race replayed), the static files
+under ``/static/`` and ``/api/protocol.schema.json`` (the JSON Schema of every
+message, built from the codec's own schema).  The pages are static files:
+everything live comes from the JSON WebSocket subprotocol and the ``/api``
+routes, so no hidden card ever passes through here.  See ``docs/web.md``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Final
 
 from aiohttp import web
+
+from protocol.wire.json_schema import schema_text
 
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 
@@ -62,6 +65,15 @@ async def race_page(request: web.Request) -> web.StreamResponse:
     return _page("race.html")
 
 
+async def protocol_schema(request: web.Request) -> web.StreamResponse:
+    """``/api/protocol.schema.json``: the JSON Schema of every wire message."""
+    return web.Response(
+        text=schema_text(),
+        content_type="application/schema+json",
+        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
+    )
+
+
 async def _static_headers(request: web.Request, response: web.StreamResponse) -> None:
     if request.path.startswith("/static/"):
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
@@ -69,9 +81,10 @@ async def _static_headers(request: web.Request, response: web.StreamResponse) ->
 
 
 def add_web_routes(app: web.Application) -> None:
-    """Register the spectator pages and ``/static/`` on ``app`` (before it starts)."""
+    """Register the spectator pages, ``/static/`` and the schema on ``app`` (before it starts)."""
     app.router.add_get("/", index_page, name="web-index")
     app.router.add_get("/watch/{code}", watch_page, name="web-watch")
     app.router.add_get("/races/{race_id}", race_page, name="web-race")
+    app.router.add_get("/api/protocol.schema.json", protocol_schema, name="protocol-schema")
     app.router.add_static("/static/", STATIC_DIR, name="static", append_version=False)
     app.on_response_prepare.append(_static_headers)

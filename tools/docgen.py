@@ -8,8 +8,10 @@ and ``<!-- /generated:NAME -->`` markers; everything else is hand-written.
 docs/deals.md, docs/rules.md) holds.
 
 ``python -m tools.docgen docs/protocol.md docs/deals.md docs/rules.md``
-rewrites the blocks in place; ``--check`` only reports blocks that are out of
-date (exit status 1).
+rewrites the blocks in place, and writes the JSON Schema of every message
+(:mod:`protocol.wire.json_schema`) to ``protocol.schema.json`` next to
+``protocol.md``; ``--check`` only reports blocks, or a schema file, that are
+out of date (exit status 1).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from protocol.rules.refusals import REASON_TEXT, Reason
 from protocol.wire import codec, lifecycle
 from protocol.wire import messages as m
 from protocol.wire.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode
+from protocol.wire.json_schema import schema_text
 from protocol.wire.schema import IntNode, ListNode, Node, OptionalNode, StructNode, compile_struct
 from tools import docnotes
 
@@ -381,6 +384,20 @@ def stale_blocks(document: str, page: str = "protocol.md") -> list[str]:
     ]
 
 
+#: The page whose directory also holds the JSON Schema file.
+SCHEMA_PAGE: Final = "protocol.md"
+SCHEMA_FILE: Final = "protocol.schema.json"
+
+
+def sync_schema(page: Path, check: bool) -> bool:
+    """Write (or with ``check`` only compare) the schema file beside ``page``; True if current."""
+    path = page.with_name(SCHEMA_FILE)
+    current = path.exists() and path.read_text(encoding="utf-8") == schema_text()
+    if not check and not current:
+        path.write_text(schema_text(), encoding="utf-8")
+    return current
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("paths", nargs="+", help="docs/protocol.md, docs/deals.md, ...")
@@ -392,6 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if path.name not in PAGE_BLOCKS:
             parser.error(f"{path}: no generated blocks are known for this page")
         document = path.read_text(encoding="utf-8")
+        if path.name == SCHEMA_PAGE and not sync_schema(path, args.check) and args.check:
+            print(f"{path.with_name(SCHEMA_FILE)} is out of date", file=sys.stderr)
+            status = 1
         if args.check:
             for block in stale_blocks(document, path.name):
                 print(f"{path}: generated block {block!r} is out of date", file=sys.stderr)
