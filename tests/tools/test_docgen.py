@@ -20,6 +20,7 @@ from protocol.rules.refusals import Reason
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode
+from protocol.wire.json_schema import schema_text
 from server.config import Settings
 from tools import docgen, docnotes
 
@@ -58,6 +59,24 @@ def test_the_check_command_reports_a_page_that_drifted(tmp_path: Path) -> None:
     assert docgen.main([str(drifted)]) == 0
     assert docgen.main(["--check", str(drifted)]) == 0
     assert drifted.read_text(encoding="utf-8") == page("deals.md")
+
+
+def test_the_committed_json_schema_is_the_one_the_code_builds() -> None:
+    committed = (ROOT / "docs" / docgen.SCHEMA_FILE).read_text(encoding="utf-8")
+    assert committed == schema_text(), "run: python -m tools.docgen docs/protocol.md"
+    assert docgen.main(["--check", str(DOC_PATH)]) == 0
+
+
+def test_the_check_command_reports_a_json_schema_that_drifted(tmp_path: Path) -> None:
+    (tmp_path / "protocol.md").write_text(DOC, encoding="utf-8")
+    schema = tmp_path / docgen.SCHEMA_FILE
+    schema.write_text(schema_text().replace('"maximum": 600', '"maximum": 601'), encoding="utf-8")
+    assert docgen.main(["--check", str(tmp_path / "protocol.md")]) == 1
+    assert docgen.main([str(tmp_path / "protocol.md")]) == 0
+    assert schema.read_text(encoding="utf-8") == schema_text()
+    schema.unlink()
+    assert docgen.main(["--check", str(tmp_path / "protocol.md")]) == 1
+    assert not schema.exists()
 
 
 def _par_rows(text: str) -> dict[str, str]:

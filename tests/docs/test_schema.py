@@ -1,0 +1,250 @@
+"""docs/protocol.schema.json is what the server serves, and every frame of a real race fits it.
+
+The schema is built from the codec's own tables (protocol/wire/json_schema.py);
+these tests hold it to the codec from the other side: every frame both ways
+of a race between a JSON host, a msgpack player and a JSON spectator
+validates, and frames the codec refuses (an extra field, a bad value, a broken
+cross-field rule) fail validation too.  The validator is the ``jsonschema``
+package (the ``test`` extra); without it those tests are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from protocol.wire import codec
+from protocol.wire import messages as m
+from protocol.wire.errors import ProtocolError
+from protocol.wire.json_schema import protocol_schema, schema_text
+from tests.server.test_race import SEED, dealt, play_line
+from tests.serverutil import TestClient, connect, running_server
+from tools import docgen
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "docs" / "protocol.schema.json"
+
+#: (direction, encoding, raw frame) for every frame a tapped client sent or read.
+Log = list[tuple[str, codec.Encoding, bytes | str]]
+
+
+@pytest.fixture
+def validator() -> Any:
+    """A draft 2020-12 validator of the whole document (either direction)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = protocol_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def as_json(message: Any) -> dict[str, Any]:
+    """The map a JSON client decodes from ``message``'s frame."""
+    return json.loads(codec.encode_json(message))  # type: ignore[no-any-return]
+
+
+def direction(validator: Any, name: str) -> Any:
+    """A validator of ``#/$defs/ClientMessage`` or ``#/$defs/ServerMessage`` alone."""
+    return validator.evolve(schema={**validator.schema, "$ref": f"#/$defs/{name}"})
+
+
+def test_the_committed_schema_file_is_the_generated_one() -> None:
+    assert COMMITTED.read_text(encoding="utf-8") == schema_text()
+    assert json.loads(schema_text()) == protocol_schema()
+
+
+def test_every_message_has_a_definition_named_by_its_tag_with_t_as_a_constant() -> None:
+    defs = protocol_schema()["$defs"]
+    directions = (("ClientMessage", m.CLIENT_MESSAGES), ("ServerMessage", m.SERVER_MESSAGES))
+    for name, registry in directions:
+        assert defs[name]["oneOf"] == [{"$ref": f"#/$defs/{tag}"} for tag in registry]
+        for tag in registry:
+            assert defs[tag]["properties"]["t"] == {"const": tag}
+            assert defs[tag]["additionalProperties"] is False
+            assert "t" in defs[tag]["required"]
+
+
+async def test_the_server_serves_the_committed_schema_at_a_stable_url(tmp_path: Path) -> None:
+    url = "/api/protocol.schema.json"
+    async with running_server(tmp_path) as server, aiohttp.ClientSession(server.url) as session:
+        response = await session.get(url)
+        assert response.status == 200
+        assert response.content_type == "application/schema+json"
+        assert await response.text() == COMMITTED.read_text(encoding="utf-8")
+
+
+def test_every_documented_example_fits_its_direction(validator: Any) -> None:
+    client, server = direction(validator, "ClientMessage"), direction(validator, "ServerMessage")
+    for message in docgen.example_messages():
+        wire = as_json(message)
+        client_side = message.TAG in m.CLIENT_MESSAGES
+        assert (client if client_side else server).is_valid(wire), wire
+        assert not (server if client_side else client).is_valid(wire), wire
+
+
+# ---- a recorded race -----------------------------------------------------------
+class Tap:
+    """Stands in for a client's socket and logs every frame that passes."""
+
+    def __init__(self, ws: Any, encoding: codec.Encoding, log: Log) -> None:
+        self.ws, self.encoding, self.log = ws, encoding, log
+
+    async def send(self, frame: bytes | str) -> None:
+        self.log.append(("client", self.encoding, frame))
+        await self.ws.send(frame)
+
+    async def recv(self) -> bytes | str:
+        frame: bytes | str = await self.ws.recv()
+        self.log.append(("server", self.encoding, frame))
+        return frame
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+async def tapped(
+    ws_url: str, name: str, encoding: str, log: Log, token: str | None = None
+) -> TestClient:
+    """A connected client that said hello, with every frame it sends or reads logged."""
+    client = await connect(ws_url, name, encoding=encoding, hello=False)
+    client.ws = Tap(client.ws, client.encoding, log)  # type: ignore[assignment]
+    hello = m.Hello(name=name, version=m.PROTOCOL_VERSION, token=token)
+    client.welcome = await client.request(hello, m.Welcome)
+    return client
+
+
+async def race_with_every_message(ws_url: str, log: Log) -> None:
+    """Host, player and spectator go through a race that sends every message type."""
+    ann = await tapped(ws_url, "ann", "json", log)
+    await ann.request(m.Ping(1234), m.Pong)
+    options = m.RoomOptions(public=True, practice_seed=SEED, undo=m.UndoPolicy.FREE, countdown_s=1)
+    state = await ann.request(m.CreateRoom(options), m.RoomState)
+    await ann.request(m.UpdateOptions(replace(options, name="Schema race")), m.RoomState)
+    bob = await tapped(ws_url, "bob", "msgpack", log)
+    assert (await bob.request(m.ListRooms(), m.RoomList)).rooms
+    await bob.request(m.Join(state.code), m.RoomState)
+    await bob.request(m.Start(), m.Error)  # only the host starts
+    await bob.send(m.Ready(True))
+    eve = await tapped(ws_url, "eve", "json", log)
+    await eve.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
+    while not all(mb.ready for mb in state.members if mb.player_id != ann.player_id):
+        state = await ann.expect(m.RoomState)
+    await ann.send(m.Start())
+    await ann.expect(m.Countdown)
+    for client in (ann, bob, eve):
+        await client.expect(m.RaceStart)
+    await race(ann, bob)
+    for client in (ann, bob, eve):
+        await client.expect(m.RaceOver)
+    await eve.expect(m.SpectatorBoard)
+    await eve.expect(m.Progress)
+    await bob.expect(m.Finish)
+    await ann.request(m.Rematch(), m.RoomState)
+    await ann.send(m.Kick(bob.player_id))
+    await bob.expect(m.Left)
+    await eve.request(m.Leave(), m.Left)
+    assert ann.welcome is not None
+    await tapped(ws_url, "ann", "msgpack", log, token=ann.welcome.token)
+    await ann.expect(m.Closing)  # the new connection replaced this one
+
+
+async def race(ann: TestClient, bob: TestClient) -> None:
+    """A refused play, a draw taken back, then ann wins while bob resigns."""
+    refused = await ann.request(m.MoveRequest(1, m.MoveAction.PLAY, 0), m.MoveResult)
+    assert not refused.accepted and refused.reason is not None
+    await ann.request(m.MoveRequest(2, m.MoveAction.DRAW), m.MoveResult)
+    undo = await ann.request(m.MoveRequest(3, m.MoveAction.UNDO), m.MoveResult)
+    assert undo.accepted and undo.undone is m.MoveAction.DRAW
+    await bob.request(m.Sync(), m.Resync)
+    await play_line(ann, dealt().solution, 4)
+    await bob.send(m.Resign())
+
+
+async def test_every_frame_of_a_recorded_race_fits_the_schema(
+    tmp_path: Path, validator: Any
+) -> None:
+    log: Log = []
+    async with running_server(tmp_path) as server:
+        await race_with_every_message(server.ws_url, log)
+    sides = {"client": direction(validator, "ClientMessage"),
+             "server": direction(validator, "ServerMessage")}
+    seen: dict[str, set[str]] = {"client": set(), "server": set()}
+    for side, encoding, frame in log:
+        wire = codec.parse_frame(frame, encoding, codec.MAX_SERVER_FRAME)
+        errors = [e.message for e in sides[side].iter_errors(wire)]
+        assert errors == [], (side, wire)
+        seen[side].add(wire["t"])
+    assert seen == {"client": set(m.CLIENT_MESSAGES), "server": set(m.SERVER_MESSAGES)}
+    assert {encoding for _, encoding, _ in log} == set(codec.Encoding)
+
+
+# ---- what the codec refuses, the schema refuses ----------------------------------
+def _move(**fields: object) -> dict[str, object]:
+    return {"t": "move", "seq": 1, "action": "play", "position": 3, **fields}
+
+
+def _result(**fields: object) -> dict[str, object]:
+    return {**as_json(_example(m.MoveResult)), **fields}
+
+
+def _example(cls: type) -> Any:
+    return next(e for e in docgen.example_messages() if isinstance(e, cls))
+
+
+def _race_over_waste(waste: object) -> dict[str, object]:
+    wire = as_json(_example(m.RaceOver))
+    return {**wire, "deal": {**wire["deal"], "waste": waste}}
+
+
+def _short_board() -> dict[str, object]:
+    wire = as_json(_example(m.SpectatorBoard))
+    return {**wire, "view": {**wire["view"], "board": [None] * 27}}
+
+
+REFUSED: dict[str, dict[str, object]] = {
+    "an extra field": _move(speed=3),
+    "an extra field in a structure": {"t": "create_room", "options": {"colour": "red"}},
+    "a missing field": {"t": "move", "action": "draw"},
+    "an int out of range": _move(position=256),
+    "a bool for an int": _move(seq=True),
+    "an unknown action": _move(action="jump"),
+    "a name too long": {"t": "hello", "name": "x" * 25, "version": 1},
+    "a name with a control character": {"t": "hello", "name": "a\u0007b", "version": 1},
+    "an unknown tag": {"t": "teleport"},
+    "a play without a position": {"t": "move", "seq": 1, "action": "play"},
+    "a draw with a position": _move(action="draw"),
+    "an accepted move with a reason": _result(reason=1),
+    "a refused move without a reason": _result(accepted=False),
+    "a bad card code": _result(card="1X"),
+    "an uncommitted commitment": {**as_json(_example(m.RaceStart)), "commitment": "AB"},
+    "no waste without empty_waste": _race_over_waste(None),
+    "a short board": _short_board(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_frame_the_codec_refuses_fails_validation(case: str, validator: Any) -> None:
+    wire = REFUSED[case]
+    frame = json.dumps(wire)
+    with pytest.raises(ProtocolError):
+        if wire["t"] in m.SERVER_MESSAGES:
+            codec.decode_server(frame, "json")
+        else:
+            codec.decode(frame, "json")
+    assert not validator.is_valid(wire)
+
+
+def test_the_frames_the_refused_ones_were_made_from_pass_both(validator: Any) -> None:
+    undo = {"t": "move", "seq": 2, "action": "undo"}
+    valid = (_move(), _move(action="draw", position=None), undo, _result(), _race_over_waste("KS"))
+    for wire in valid:
+        frame = json.dumps(wire)
+        if wire["t"] in m.SERVER_MESSAGES:
+            codec.decode_server(frame, "json")
+        else:
+            codec.decode(frame, "json")
+        assert validator.is_valid(wire), wire
