@@ -71,7 +71,7 @@ def _props(**fields: Any) -> dict[str, Any]:
 # the schema's words; tests/docs/test_schema.py breaks each one against both.
 _RULES: Final[dict[type, list[dict[str, Any]]]] = {
     m.MoveRequest: [_then(
-        _props(action={"const": "play"}),
+        _props(action={"const": m.MoveAction.PLAY.value}),
         {"required": ["position"], **_props(position={"type": "integer"})},
         _props(position={"type": "null"}),
     )],
