@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint typecheck pytest bench bench-solver bench-load clean
+.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest
+
+# The pure core's tests only (no servers, no sockets): a quick check while editing it.
+CORE_TESTS := tests/protocol tests/server/race tests/test_purity.py tests/test_architecture.py tests/tools
+test-core: $(TEST_STAMP)
+	$(BIN)/ruff check protocol server/race tools $(CORE_TESTS)
+	$(BIN)/python -m pytest -q $(CORE_TESTS)
 
 bench: bench-solver bench-load
 

@@ -58,7 +58,13 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     _tune_gc()
     addresses = runner.addresses  # the bound sockets' addresses: port 0 names a free port
     port = addresses[0][1] if addresses else settings.port
-    logs.event("server_started", host=settings.host, port=port, url=f"ws://{settings.host}:{port}/ws")
+    logs.event(
+        "server_started",
+        host=settings.host,
+        port=port,
+        url=f"ws://{settings.host}:{port}/ws",
+        http=f"http://{settings.host}:{port}/",  # where players and spectators open the site
+    )
     await stop.wait()
     logs.event("server_stopping")
     await runner.cleanup()

@@ -77,6 +77,9 @@ def stop_executor(executor: concurrent.futures.Executor) -> None:
 def _init_worker(idle: bool) -> None:
     """Prepare a deal worker: it dies with the server, and maybe runs at idle priority."""
     _die_with_parent()
+    # Ctrl-C reaches the terminal's whole process group: the server stops its
+    # workers itself, and a worker's own KeyboardInterrupt would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if idle:
         _idle_priority()
 

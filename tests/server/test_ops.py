@@ -140,7 +140,13 @@ async def test_results_are_still_readable_after_a_server_restart(tmp_path: Path)
         assert race["players"][0]["finish_ms"] == over.standings[0].time_ms  # type: ignore[index]
 
 
-async def _start_subprocess(tmp_path: Path) -> tuple[asyncio.subprocess.Process, int, str]:
+async def _start_subprocess(
+    tmp_path: Path, *, own_group: bool = False
+) -> tuple[asyncio.subprocess.Process, dict[str, object], str]:
+    """``tripeaks-server`` on a free port, once its ``server_started`` line is out.
+
+    ``own_group`` starts it in a process group of its own, as a terminal does.
+    """
     db = f"sqlite:///{tmp_path / 'term.db'}"
     env = {
         **os.environ,
@@ -152,7 +158,8 @@ async def _start_subprocess(tmp_path: Path) -> tuple[asyncio.subprocess.Process,
     exe = Path(sys.executable).with_name("tripeaks-server")
     # stdout goes nowhere: nothing the server starts may hold a test pipe open.
     proc = await asyncio.create_subprocess_exec(
-        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
+        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
+        process_group=0 if own_group else None,
     )
     assert proc.stderr is not None
     while True:
@@ -160,13 +167,14 @@ async def _start_subprocess(tmp_path: Path) -> tuple[asyncio.subprocess.Process,
         assert line, "tripeaks-server exited before it started"
         event = json.loads(line)
         if event["event"] == "server_started":
-            return proc, int(event["port"]), db
+            return proc, event, db
 
 
 async def test_sigterm_during_a_race_tells_clients_stores_the_race_and_exits_cleanly(
     tmp_path: Path,
 ) -> None:
-    proc, port, db = await _start_subprocess(tmp_path)
+    proc, started, db = await _start_subprocess(tmp_path)
+    port = started["port"]
     try:
         clients, _ = await open_room(
             f"ws://127.0.0.1:{port}/ws", ["ann", "bob"], practice_seed=SEED
@@ -202,6 +210,43 @@ async def test_sigterm_during_a_race_tells_clients_stores_the_race_and_exits_cle
     assert record is not None
     assert {p.status for p in record.players} == {"racing"}
     assert record.players[0].moves == 5 and len(record.players[0].log) == 5
+
+
+async def test_server_started_names_the_http_address_of_the_site(tmp_path: Path) -> None:
+    proc, started, _ = await _start_subprocess(tmp_path)
+    try:
+        assert started["http"] == f"http://127.0.0.1:{started['port']}/"
+        assert started["url"] == f"ws://127.0.0.1:{started['port']}/ws"
+        async with aiohttp.ClientSession() as http, http.get(str(started["http"])) as resp:
+            assert resp.status == 200 and resp.content_type == "text/html"
+    finally:
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+async def test_ctrl_c_on_the_whole_process_group_stops_cleanly_with_json_lines_only(
+    tmp_path: Path,
+) -> None:
+    proc, started, _ = await _start_subprocess(tmp_path, own_group=True)
+    assert proc.stderr is not None
+    try:
+        # A practice race is dealt by the pool, so a deal worker is alive for the Ctrl-C.
+        clients, _ = await open_room(
+            f"ws://127.0.0.1:{started['port']}/ws", ["ann"], practice_seed=SEED
+        )
+        await clients[0].send(m.Start())
+        await clients[0].expect(m.RaceStart)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+        rest = await asyncio.wait_for(proc.stderr.read(), 30)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    text = rest.decode()
+    assert "Traceback" not in text
+    events = [json.loads(line) for line in text.splitlines()]
+    assert [e["event"] for e in events][-1] == "server_stopped"
 
 
 def test_settings_come_from_flags_then_environment_then_defaults() -> None:
