@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.util import await_only
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
 from server.storage.schema import (
@@ -460,6 +462,28 @@ def _prepare_sqlite_path(path: Path, url: URL) -> None:
         raise StorageError(f"cannot open database {shown}: {exc}") from exc
 
 
+#: Pauses between tries of a statement SQLite refused as locked without waiting.
+_LOCKED_RETRY_S: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 1.0, 1.0, 2.0)
+
+
+def _execute_when_unlocked(cursor: Any, statement: str) -> None:
+    """Run ``statement``, trying again while SQLite reports the database locked.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers
+    "database is locked" at once, without its busy timeout, when waiting could
+    deadlock with another connection (two servers opening one new database
+    together).  The pause runs on the event loop, through SQLAlchemy's bridge.
+    """
+    for pause in (*_LOCKED_RETRY_S, None):
+        try:
+            cursor.execute(statement)
+            return
+        except sqlite3.OperationalError as exc:
+            if pause is None or "locked" not in str(exc):
+                raise
+        await_only(asyncio.sleep(pause))
+
+
 def _tune_sqlite(engine: AsyncEngine) -> None:
     """WAL, foreign keys, and SQLAlchemy (not the driver) in charge of BEGIN."""
 
@@ -474,7 +498,7 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
             "PRAGMA synchronous=NORMAL",
             f"PRAGMA busy_timeout={int(_SQLITE_BUSY_TIMEOUT_S * 1000)}",
         ):
-            cursor.execute(pragma)
+            _execute_when_unlocked(cursor, pragma)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
