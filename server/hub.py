@@ -31,7 +31,7 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from protocol.wire.fast import REASON, move_result_msgpack, parse_move
-from protocol.wire.lifecycle import move_allowed
+from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
 from server.metrics import Metrics
@@ -70,11 +70,10 @@ from server.transport.heartbeat import keep_alive
 _FEED_TIMER: Final = "__feed__"
 _MOVE_TAG: Final = m.MoveRequest.TAG
 _SAMPLE: Final = Metrics.MOVE_SAMPLE
-_PLAYER: Final = m.Role.PLAYER
-#: The phases in which the life-cycle table lets a seated player move, and anyone else:
-#: :func:`move_allowed` read once, so the move fast path makes no call for it.
-_SEATED_MOVES: Final = frozenset(phase for phase in m.Phase if move_allowed(phase, _PLAYER))
-_UNSEATED_MOVES: Final = frozenset(phase for phase in m.Phase if move_allowed(phase, None))
+#: The phases in which the life-cycle table lets a seated player move, and anyone else
+#: (named here so the move fast path makes no call or dict lookup for them).
+_SEATED_MOVES: Final = MOVE_PHASES[m.Role.PLAYER]
+_UNSEATED_MOVES: Final = MOVE_PHASES[None]
 
 
 @dataclass(eq=False, slots=True)
@@ -450,10 +449,9 @@ class Hub:
         the life-cycle table lets move, goes straight to :meth:`Room.answer_move`,
         whose answer :func:`protocol.wire.fast.move_result_msgpack` writes.  Every check
         still happens (the engine's, the sequence number's), and anything else goes the
-        general way, so replies
-        and error codes are those of the general path (``tests/server/test_fastpath.py``
-        compares them).  The caller has spent the frame's credit and checked the
-        connection speaks msgpack.
+        general way, so replies and error codes are those of the general path
+        (``tests/server/test_fastpath.py`` compares them).  The caller has spent the
+        frame's credit and checked the connection speaks msgpack.
         """
         session = self._by_conn.get(conn)
         if session is None or session.room is None or self.closing:

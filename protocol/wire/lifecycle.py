@@ -85,13 +85,19 @@ def refusal(
     return None
 
 
-#: The rows of :data:`ALLOWED` where ``move`` is allowed (``move`` is for any member of such a row).
-_MOVE_ROWS: Final = frozenset(row for row, tags in ALLOWED.items() if "move" in tags)
+#: The phases in which each role (``None``: not in the room) may send ``move``: the rows of
+#: :data:`ALLOWED`, read once for the move fast path.
+MOVE_PHASES: Final[dict[Role | None, frozenset[Phase]]] = {
+    role: frozenset(
+        phase for (phase, row), tags in ALLOWED.items() if row is role and "move" in tags
+    )
+    for role in (*Role, None)
+}
 
 
 def move_allowed(phase: Phase, role: Role | None) -> bool:
     """``refusal("move", True, phase, role) is None``, precomputed (the move fast path)."""
-    return (phase, role) in _MOVE_ROWS
+    return phase in MOVE_PHASES[role]
 
 
 # ---- phase and racer-status transitions ----------------------------------------------
