@@ -296,7 +296,7 @@ class Hub:
                 self.broadcast(self._conns(room.spectators), out.message)
             return
         now = self.now_ms()
-        handle.feed.push(now, out.message, out.key, new_race=out.new_race)
+        handle.feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
         self._release_feed(handle, now)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:

@@ -11,6 +11,7 @@ from typing import Final
 
 from protocol.deals.dealer import PAR_RANGES, Difficulty
 from protocol.wire.errors import CloseCode, ErrorCode
+from protocol.wire.messages import OPEN_BOARDS_MIN_DELAY_S
 
 
 def par_range(difficulty: Difficulty) -> str:
@@ -56,8 +57,9 @@ SUMMARIES: Final[dict[str, str]] = {
     "flag). When every seated player has asked, a new deal is dealt and the countdown starts.",
     "Ping": "Clock probe. Answered at once by `pong`.",
     "ListRooms": "Ask for the public rooms. Answered by `room_list`.",
-    "Sync": "Ask for a fresh `room_state` and `resync` (for example after a gap in "
-    "`room_state.version`).",
+    "Sync": "Ask for a fresh `room_state` and, for a player, `resync` (for example after a "
+    "gap in `room_state.version`). A spectator gets `room_state` and the catch-up instead "
+    "(see \"Spectating\"), never `resync`.",
     # server -> client
     "Welcome": "Answer to `hello`. Keep `token` secret: it is the only key to this seat.",
     "RoomState": "The room as it is now, sent to every member whenever it changes. `version` "
@@ -88,10 +90,12 @@ SUMMARIES: Final[dict[str, str]] = {
     "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
     "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "
     "any client can check the commitment and recompute the deal (see \"Verifying a deal\").",
-    "SpectatorBoard": "To spectators only: one player's board as that player sees it, sent "
-    "`spectator_delay_s` seconds late.",
-    "Resync": "After a reconnect or a `sync`: where the race stands for this connection. "
-    "Always sent right after a `room_state`.",
+    "SpectatorBoard": "To spectators only: one player's board as that player sees it, with "
+    "the face of every card that some racer still racing has not seen shown as `\"??\"` "
+    "(unless the room has `open_boards`), sent `spectator_delay_s` seconds late (see "
+    "\"Spectating\").",
+    "Resync": "To players only, after a reconnect or a `sync`: where the race stands for "
+    "this connection. Always sent right after a `room_state`.",
     "Error": "A refused frame or request. Nothing changed on the server.",
     "Pong": "Answer to `ping`. Round trip = now − `client_time_ms`; clock offset ≈ "
     "`server_time_ms` − (`client_time_ms` + round trip / 2).",
@@ -225,6 +229,9 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RoomOptions", "max_players"): "seats",
     ("RoomOptions", "allow_spectators"): "whether spectators may join",
     ("RoomOptions", "spectator_delay_s"): "how late spectators see boards",
+    ("RoomOptions", "open_boards"): "spectators see every card face as the players do "
+    f"(needs `spectator_delay_s` ≥ {OPEN_BOARDS_MIN_DELAY_S}); false: a face only once "
+    "every racer still racing has seen it",
     ("RoomOptions", "wrap"): "King and Ace are adjacent",
     ("RoomOptions", "empty_waste"): "the waste starts empty (24-card stock)",
     ("RoomOptions", "undo"): "undo off, free, or with a time penalty",
@@ -245,7 +252,7 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RoomSummary", "spectators"): "spectators",
     ("RoomSummary", "options"): "the room's options",
     ("BoardView", "board"): "28 entries by position: card code, `\"??\"` or null",
-    ("BoardView", "waste_top"): "waste top (null: empty)",
+    ("BoardView", "waste_top"): "waste top (null: empty; `\"??\"` only in `spectator_board`)",
     ("BoardView", "stock_left"): "cards in the stock",
     ("BoardView", "moves"): "plays and draws made",
     ("BoardView", "draws"): "draws made",

@@ -367,7 +367,17 @@ def _check_race_over(race: m.RaceOver) -> None:
         )
 
 
+def _check_options(options: m.RoomOptions) -> None:
+    if options.open_boards and options.spectator_delay_s < m.OPEN_BOARDS_MIN_DELAY_S:
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            f"open_boards needs a spectator_delay_s of at least {m.OPEN_BOARDS_MIN_DELAY_S}",
+            path="open_boards",
+        )
+
+
 register_check(m.Hello, _check_hello)
+register_check(m.RoomOptions, _check_options)
 register_check(m.MoveRequest, _check_move)
 register_check(m.MoveResult, _check_move_result)
 register_check(m.RaceOver, _check_race_over)

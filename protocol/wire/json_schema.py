@@ -85,6 +85,14 @@ _RULES: Final[dict[type, list[dict[str, Any]]]] = {
         _props(deal=_props(waste={"type": "null"})),
         _props(deal=_props(waste={"type": "string"})),
     )],
+    m.RoomOptions: [_then(
+        {"required": ["open_boards"], **_props(open_boards={"const": True})},
+        {
+            "required": ["spectator_delay_s"],
+            **_props(spectator_delay_s={"minimum": m.OPEN_BOARDS_MIN_DELAY_S}),
+        },
+        {},
+    )],
 }
 
 

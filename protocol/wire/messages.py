@@ -31,6 +31,8 @@ MAX_NAME_LENGTH: Final = 24
 #: largest integer a JavaScript number holds exactly.
 MAX_SAFE_INT: Final = 2**53 - 1
 MAX_SEQ: Final = 2**31 - 1
+#: The shortest spectator delay (s) with which a room may show spectators open boards.
+OPEN_BOARDS_MIN_DELAY_S: Final = 30
 
 # ---- field types --------------------------------------------------------
 Name = Annotated[str, Text(1, MAX_NAME_LENGTH)]
@@ -125,6 +127,7 @@ class RoomOptions:
     max_players: Annotated[int, Int(2, MAX_PLAYERS)] = 8
     allow_spectators: bool = True
     spectator_delay_s: Annotated[int, Int(0, 600)] = 0
+    open_boards: bool = False
     wrap: bool = True
     empty_waste: bool = False
     undo: UndoPolicy = UndoPolicy.PENALTY
@@ -172,7 +175,8 @@ class BoardView:
     """A player's view on the wire; mirrors :class:`protocol.rules.game.PlayerView`."""
 
     board: Annotated[tuple[BoardEntry, ...], Items(28, exact=True)]
-    waste_top: CardCode | None
+    #: ``"??"`` only in a ``spectator_board`` (a card some racer still racing has not seen).
+    waste_top: BoardEntry
     stock_left: StockLeft
     moves: Count
     draws: Count

@@ -321,7 +321,13 @@ class StructNode(Node):
                 kwargs[spec.name] = spec.node.decode(value[spec.name], prefix + spec.name)
         obj = self.cls(**kwargs)
         if self.check is not None:
-            self.check(obj)
+            try:
+                self.check(obj)
+            except ProtocolError as exc:
+                if not prefix:
+                    raise
+                # A nested structure's rule names its field from the message down.
+                raise _fail(exc.code, prefix + exc.path if exc.path else path, exc.detail) from None
         return obj
 
     def encode(self, value: Any) -> dict[str, object]:

@@ -141,10 +141,12 @@ class Lobby(Generic[C]):
         )
         outputs.append(Reply(welcome))
         room = self.rooms.get(session.room) if session.room else None
-        if room is not None and who.player_id in room.seats:
-            outputs.append(InRoom(room.code, room.reconnect(who.player_id, now_ms)))
-        else:
+        if room is None or room.role_of(who.player_id) is None:
             session.room = None
+            return outputs
+        if who.player_id in room.spectators:
+            outputs.append(Retune(conn, m.Role.SPECTATOR))
+        outputs.append(InRoom(room.code, room.reconnect(who.player_id, now_ms)))
         return outputs
 
     def connection_lost(self, conn: C, now_ms: int) -> list[LobbyOutput[C]]:
@@ -218,7 +220,7 @@ class Lobby(Generic[C]):
             raise ProtocolError(ErrorCode.NOT_IN_ROOM)
         pid = session.identity.player_id
         if pid in room.spectators:
-            return [InRoom(room.code, [Send(pid, room.state(m.Role.SPECTATOR)), Snapshot(pid)])]
+            return [InRoom(room.code, room.spectator_sync(pid))]
         state, resync = room.state(m.Role.PLAYER), room.resync(pid, now_ms)
         return [InRoom(room.code, [Send(pid, state), Send(pid, resync)])]
 

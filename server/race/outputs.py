@@ -41,13 +41,15 @@ class ToPlayers:
 class ToSpectators:
     """Send ``message`` to every spectator: after the delay unless ``live``.
 
-    ``key`` names what the frame describes, for late joiners' snapshot.
+    ``key`` names what the frame describes, for late joiners' snapshot; a
+    ``quiet`` frame only goes into that snapshot.
     """
 
     message: ServerMessage
     key: str | None = None
     new_race: bool = False
     live: bool = False
+    quiet: bool = False
 
 
 @dataclass(frozen=True, slots=True)

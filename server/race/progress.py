@@ -2,7 +2,8 @@
 
 Plain functions over the room's state, pure like :mod:`server.race.room`, which
 calls them from its progress flush (a few times a second per room, never on
-the move path) and when the first spectator arrives.  The room keeps the
+the move path) and when the first spectator arrives.  Which boards, and what
+of them spectators may see, is :mod:`server.race.spectate`'s.  The room keeps the
 bookkeeping of *when* to flush (which racers changed, when the next flush is
 due); this module builds *what* is sent.
 """
@@ -11,27 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from protocol.wire.messages import BoardView, PlayerProgress, Progress, RoomOptions, SpectatorBoard
+from protocol.wire.messages import PlayerProgress, Progress, RoomOptions, SpectatorBoard
 from server.race.outputs import Output, ToPlayers, ToSpectators
 from server.race.race import Race, Racer
 from server.race.room_types import Seat
+from server.race.spectate import BoardsShown
 
 
 def progress_frames(
-    race: Race, seats: Mapping[str, Seat], boards_for: Iterable[str], now_ms: int
+    race: Race, seats: Mapping[str, Seat], boards: Iterable[SpectatorBoard], now_ms: int
 ) -> list[Output]:
-    """Every racer's progress line, to players and spectators, then the board of
-    each racer in ``boards_for`` (player ids; ones not racing are skipped)."""
+    """Every racer's progress line, to players and spectators, then ``boards``
+    (from :meth:`server.race.spectate.BoardsShown.changed`) to spectators."""
     elapsed = race.elapsed(race.end_ms or now_ms)
     progress = Progress(
         elapsed, tuple(progress_line(race, r, seats, now_ms) for r in race.racers.values())
     )
     outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
-    for pid in boards_for:
-        racer = race.racers.get(pid)
-        if racer is not None:
-            board = SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed)
-            outputs.append(ToSpectators(board, key="board:" + pid))
+    outputs += [ToSpectators(board, key="board:" + board.player_id) for board in boards]
     return outputs
 
 
@@ -46,16 +44,17 @@ def boards_wanted(options: RoomOptions, spectators: Collection[str]) -> bool:
     return options.allow_spectators and options.spectator_delay_s > 0
 
 
-def current_boards(race: Race | None, now_ms: int) -> list[Output]:
-    """Every racer's board as it stands, for spectators (none once the race is over)."""
-    if race is None or race.over:
+def catch_up_boards(
+    race: Race | None, shown: BoardsShown, open_boards: bool, now_ms: int
+) -> list[Output]:
+    """Every racer's board as spectators may see it now, for the catch-up only (the
+    first spectator of a room without delay: none were built while nobody watched)."""
+    if race is None:
         return []
-    elapsed = race.elapsed(now_ms)
+    shown.forget()
     return [
-        ToSpectators(
-            SpectatorBoard(pid, BoardView.from_view(racer.view()), elapsed), key="board:" + pid
-        )
-        for pid, racer in race.racers.items()
+        ToSpectators(board, key="board:" + board.player_id, quiet=True)
+        for board in shown.changed(race, (), open_boards, now_ms)
     ]
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from protocol.rules.cards import ALL_CODES
-from protocol.rules.game import DRAW, Deal, Game, PlayerView, Status, standing_key
+from protocol.rules.game import DRAW, HIDDEN, Deal, Game, PlayerView, Status, standing_key
 from protocol.rules.refusals import IllegalMoveError, Reason
 from protocol.wire.fast import FRESH, MoveOutcome, face, move_result_message, resent
 from protocol.wire.lifecycle import RacerEvent, next_status
@@ -136,6 +136,9 @@ class Racer:
     cleared_at_ms: int = 0
     #: Race time when the player stopped racing.
     done_ms: int | None = None
+    #: Every card this player has seen, one bit per card (``1 << card``): face up on
+    #: their board or drawn to their waste, even if an undo hid it again.
+    seen: int = 0
 
     @property
     def is_done(self) -> bool:
@@ -169,13 +172,22 @@ class Race:
         self.start_ms = start_ms
         self.undo_penalty_ms = undo_penalty_ms
         self.time_limit_ms = time_limit_ms
+        board = Game(deal).view().board
+        #: The cards every player sees from the start: the face-up row and the waste card.
+        self.seen_at_start: int = sum(
+            1 << card for card, entry in zip(deal.peaks, board, strict=True) if entry != HIDDEN
+        ) | (0 if deal.waste is None else 1 << deal.waste)
         self.racers: dict[str, Racer] = {
-            pid: Racer(pid, name, is_bot, Game(deal, allow_undo=allow_undo))
+            pid: Racer(
+                pid, name, is_bot, Game(deal, allow_undo=allow_undo), seen=self.seen_at_start
+            )
             for pid, name, is_bot in players
         }
         self.finish_order: list[str] = []
         #: ``uncovered`` entries of the answers (:func:`~protocol.wire.fast.face`), by position.
         self.faces: tuple[int, ...] = tuple(face(p, card) for p, card in enumerate(deal.peaks))
+        #: ``Racer.seen``'s bit for the card at each position.
+        self.bits: tuple[int, ...] = tuple(1 << card for card in deal.peaks)
         self.over = False
         self.end_ms: int | None = None
 
@@ -238,12 +250,15 @@ class Race:
                 if up:
                     # A card lies on at most two others: it turns up one or two.
                     turned = self.faces[up[0]]
+                    racer.seen |= self.bits[up[0]]
                     if len(up) == 2:
                         turned_2 = self.faces[up[1]]
+                        racer.seen |= self.bits[up[1]]
                 racer.cleared_at_ms = at
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_PLAY, position, 1, -1, card))
             elif action is _DRAW:
                 name, card, position = "draw", game.draw(), None
+                racer.seen |= 1 << card
                 racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_DRAW, -1, 1, -1, card))
             else:
                 name = "undo"

@@ -62,13 +62,15 @@ from server.race.outputs import (
     SaveRace,
     Send,
     SetTimer,
+    Snapshot,
     ToPlayers,
     ToSpectators,
 )
-from server.race.progress import boards_wanted, current_boards, progress_frames
+from server.race.progress import boards_wanted, catch_up_boards, progress_frames
 from server.race.race import Race, Racer, SeqOutOfOrder
 from server.race.results import race_outcome
 from server.race.room_types import Fresh, Identity, PendingRace, RoomTimings, Seat
+from server.race.spectate import BoardsShown
 
 PROGRESS_TIMER: Final = "progress"
 COUNTDOWN_TIMER: Final = "countdown"
@@ -90,6 +92,8 @@ class Room:
         self.version = 0
         self.seats: dict[str, Seat] = {host.player_id: Seat(host)}
         self.spectators: set[str] = set()
+        #: Spectators whose connection dropped, kept for the reconnect grace.
+        self.spectators_away: set[str] = set()
         self.host_id: str | None = host.player_id
         self.created_ms = now_ms
         self.race: Race | None = None
@@ -100,6 +104,7 @@ class Room:
         self._ticket = 0
         self._pending: PendingRace | None = None
         self._dirty: set[str] = set()
+        self._shown = BoardsShown()
         self._progress_due: int | None = None
         self._last_progress_ms = 0
 
@@ -183,7 +188,7 @@ class Room:
         self.spectators.add(who.player_id)
         outputs = self._state_changed()  # the live room_state reaches the new spectator too
         if first and self.options.spectator_delay_s == 0:
-            outputs += current_boards(self.race, now_ms)  # none were built while nobody watched
+            outputs += catch_up_boards(self.race, self._shown, self.options.open_boards, now_ms)
         return outputs
 
     @property
@@ -201,6 +206,7 @@ class Room:
         ]
         if player_id in self.spectators:
             self.spectators.discard(player_id)
+            self.spectators_away.discard(player_id)
             return outputs + self._state_changed() + self._maybe_empty(now_ms)
         if player_id not in self.seats:
             return []
@@ -226,22 +232,27 @@ class Room:
         return self.leave(target, now_ms, LeftReason.KICKED)
 
     def disconnect(self, player_id: str, now_ms: int) -> list[Output]:
-        """A connection dropped: a member keeps the seat for the grace period."""
+        """A connection dropped: a member keeps the seat, a spectator their place, for the
+        grace period."""
+        grace = SetTimer(GRACE_PREFIX + player_id, now_ms + self.timings.reconnect_grace_ms)
         if player_id in self.spectators:
-            return self.leave(player_id, now_ms)
+            self.spectators_away.add(player_id)
+            return [grace]
         seat = self.seats.get(player_id)
         if seat is None:
             return []
         seat.connected = False
-        outputs: list[Output] = [
-            SetTimer(GRACE_PREFIX + player_id, now_ms + self.timings.reconnect_grace_ms)
-        ]
+        outputs: list[Output] = [grace]
         if self.race is not None and player_id in self.race.racers:
             outputs += self._mark_dirty(player_id, now_ms)
         return outputs + self._state_changed()
 
     def reconnect(self, player_id: str, now_ms: int) -> list[Output]:
-        """A member came back with their token: restore the seat and resync them."""
+        """A member came back with their token: restore the seat and resync them (a
+        spectator gets the room and the catch-up, as after ``sync``)."""
+        if player_id in self.spectators:
+            self.spectators_away.discard(player_id)
+            return [CancelTimer(GRACE_PREFIX + player_id), *self.spectator_sync(player_id)]
         seat = self.seats.get(player_id)
         if seat is None:
             return []
@@ -252,6 +263,10 @@ class Room:
         if self.race is not None and player_id in self.race.racers:
             outputs += self._mark_dirty(player_id, now_ms)
         return outputs
+
+    def spectator_sync(self, player_id: str) -> list[Output]:
+        """A spectator's catch-up: the room as it is, then the latest released race frames."""
+        return [Send(player_id, self.state(Role.SPECTATOR)), Snapshot(player_id)]
 
     def set_ready(self, player_id: str, ready: bool) -> list[Output]:
         seat = self.seats[player_id]
@@ -355,6 +370,7 @@ class Room:
         self.commitment = commitment(dealt.seed, dealt.rules)
         self.phase = racing
         self._dirty.clear()
+        self._shown.forget()
         view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
         outputs: list[Output] = [
             *self._state_changed(),
@@ -435,7 +451,7 @@ class Room:
         if name.startswith(GRACE_PREFIX):
             pid = name.removeprefix(GRACE_PREFIX)
             seat = self.seats.get(pid)
-            if seat is not None and not seat.connected:
+            if (seat is not None and not seat.connected) or pid in self.spectators_away:
                 return self.leave(pid, now_ms)
         return []
 
@@ -454,6 +470,7 @@ class Room:
                 Detach(pid, LeftReason.ROOM_CLOSED),
             ]
         self.spectators.clear()
+        self.spectators_away.clear()
         self.seats.clear()
         self.closed = True
         return [*outputs, CloseRoom()]
@@ -490,8 +507,12 @@ class Room:
         if race is None or not self._dirty:
             return []
         self._last_progress_ms = now_ms
-        boards_for = sorted(self._dirty) if boards_wanted(self.options, self.spectators) else ()
-        outputs = progress_frames(race, self.seats, boards_for, now_ms)
+        boards = (
+            self._shown.changed(race, self._dirty, self.options.open_boards, now_ms)
+            if boards_wanted(self.options, self.spectators)
+            else ()
+        )
+        outputs = progress_frames(race, self.seats, boards, now_ms)
         self._dirty.clear()
         return outputs
 

@@ -1,20 +1,41 @@
-"""The delayed spectator feed of one room, pure (time passed in).
+"""What spectators see of a room, pure (time passed in): the delayed feed and the
+boards with the cards some racer has not seen yet face down.
 
 Every frame meant for spectators is queued with a release time ``delay_ms``
 after it was made, so a spectator never sees a board before the room's
 spectator delay has passed.  Released frames also update a snapshot, keyed
-by what they describe (``"room"``, ``"race"``, ``"board:<player>"`` ...), so
-that a spectator who joins late first receives the latest released frame of
-each kind and then the live (delayed) stream.
+by what they describe (``"race"``, ``"progress"``, ``"board:<player>"`` ...),
+so that a spectator who joins late, comes back or sends ``sync`` first
+receives the latest released frame of each kind (the catch-up, in
+:data:`CATCH_UP_ORDER`) and then the live (delayed) stream.
+
+A spectator's board (:func:`spectator_view`) shows a card face only once
+every racer still racing has seen that card (:func:`visible_cards`), unless
+the room chose open boards; :class:`BoardsShown` remembers what spectators
+were last shown, so that a progress flush sends only the boards that changed.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
+
+from protocol.rules.cards import DECK_SIZE
+from protocol.rules.game import HIDDEN
+from protocol.wire.messages import BoardView, SpectatorBoard
+from server.race.race import Race, Racer
 
 T = TypeVar("T")
+
+#: The kinds of snapshot key (the part before any ``":"``), in the order a catch-up
+#: sends them; within a kind, in the order each key was first released.
+CATCH_UP_ORDER: Final = ("countdown", "race", "progress", "board", "finish", "over")
+_RANK: Final = {kind: rank for rank, kind in enumerate(CATCH_UP_ORDER)}
+
+#: Every card, one bit each (see :attr:`server.race.race.Racer.seen`).
+ALL_CARDS: Final = (1 << DECK_SIZE) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +44,7 @@ class _Queued(Generic[T]):
     key: str | None
     frame: T
     new_race: bool
+    quiet: bool
 
 
 class SpectatorFeed(Generic[T]):
@@ -34,33 +56,104 @@ class SpectatorFeed(Generic[T]):
         self._snapshot: dict[str, T] = {}
 
     def push(
-        self, now_ms: int, frame: T, key: str | None = None, *, new_race: bool = False
+        self,
+        now_ms: int,
+        frame: T,
+        key: str | None = None,
+        *,
+        new_race: bool = False,
+        quiet: bool = False,
     ) -> None:
-        """Queue ``frame``; ``new_race`` drops the previous race's snapshot on release."""
-        self._queue.append(_Queued(now_ms + self.delay_ms, key, frame, new_race))
+        """Queue ``frame``; ``new_race`` drops the previous race's snapshot on release;
+        a ``quiet`` frame only updates the snapshot (nobody watching needs it now)."""
+        self._queue.append(_Queued(now_ms + self.delay_ms, key, frame, new_race, quiet))
 
     def next_release_ms(self) -> int | None:
         """When the next queued frame is due, or ``None`` when nothing is queued."""
         return self._queue[0].release_ms if self._queue else None
 
     def due(self, now_ms: int) -> list[T]:
-        """Pop every frame due by ``now_ms``, in order, updating the snapshot."""
+        """Pop every frame due by ``now_ms``, in order, updating the snapshot; the frames
+        to send (quiet ones are not)."""
         released: list[T] = []
         while self._queue and self._queue[0].release_ms <= now_ms:
             item = self._queue.popleft()
             if item.new_race:
                 self._snapshot.clear()
             if item.key is not None:
-                # Re-inserting moves the key last, so the snapshot replays in causal order.
-                self._snapshot.pop(item.key, None)
                 self._snapshot[item.key] = item.frame
-            released.append(item.frame)
+            if not item.quiet:
+                released.append(item.frame)
         return released
 
     def snapshot(self) -> list[T]:
-        """The latest released frame of each kind, oldest first, for a new spectator."""
-        return list(self._snapshot.values())
+        """The latest released frame of each kind, in :data:`CATCH_UP_ORDER`."""
+        keys = sorted(self._snapshot, key=lambda key: _RANK.get(key.partition(":")[0], -1))
+        return [self._snapshot[key] for key in keys]
 
     def pending(self) -> int:
         """Frames still held back."""
         return len(self._queue)
+
+
+def visible_cards(race: Race) -> int:
+    """The cards every racer still racing has seen (a bit each); every card once the
+    race is over.  A racer who finished, is out, resigned or left no longer counts."""
+    if race.over:
+        return ALL_CARDS
+    visible = ALL_CARDS
+    for racer in race.racers.values():
+        if not racer.is_done:
+            visible &= racer.seen
+    return visible
+
+
+def spectator_view(racer: Racer, visible: int) -> BoardView:
+    """``racer``'s board as spectators see it: their own view, with the face of every
+    card not in ``visible`` shown as ``"??"`` (on the board and on the waste)."""
+    view = racer.view()
+    peaks = racer.game.deal.peaks
+    board = tuple(
+        entry if entry is None or entry == HIDDEN or visible >> peaks[p] & 1 else HIDDEN
+        for p, entry in enumerate(view.board)
+    )
+    top = racer.game.waste_top
+    waste = view.waste_top if top is None or visible >> top & 1 else HIDDEN
+    return BoardView(
+        board, waste, view.stock_left, view.moves, view.draws, view.undos, view.status
+    )
+
+
+class BoardsShown:
+    """The board spectators were last shown of each racer, for one race."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, BoardView] = {}
+        self._visible = -1
+
+    def forget(self) -> None:
+        """Nothing was shown yet (a new race, or boards were not built for a while)."""
+        self._shown.clear()
+        self._visible = -1
+
+    def changed(
+        self, race: Race, moved: Iterable[str], open_boards: bool, now_ms: int
+    ) -> list[SpectatorBoard]:
+        """The boards that differ from what spectators were last shown (and now are).
+
+        ``moved``: the racers whose own board may have changed; when the visible
+        cards changed, every racer's board is looked at.
+        """
+        visible = ALL_CARDS if open_boards else visible_cards(race)
+        wanted = None if visible != self._visible else set(moved)
+        self._visible = visible
+        elapsed = race.elapsed(race.end_ms or now_ms)
+        boards = []
+        for pid, racer in race.racers.items():
+            if wanted is not None and pid not in wanted:
+                continue
+            view = spectator_view(racer, visible)
+            if self._shown.get(pid) != view:
+                self._shown[pid] = view
+                boards.append(SpectatorBoard(pid, view, elapsed))
+        return boards

@@ -223,6 +223,11 @@ REFUSED: dict[str, dict[str, object]] = {
     "an uncommitted commitment": {**as_json(_example(m.RaceStart)), "commitment": "AB"},
     "no waste without empty_waste": _race_over_waste(None),
     "a short board": _short_board(),
+    "open boards without a delay": {"t": "create_room", "options": {"open_boards": True}},
+    "open boards with too short a delay": {
+        "t": "create_room",
+        "options": {"open_boards": True, "spectator_delay_s": m.OPEN_BOARDS_MIN_DELAY_S - 1},
+    },
 }
 
 
@@ -240,7 +245,11 @@ def test_a_frame_the_codec_refuses_fails_validation(case: str, validator: Any) -
 
 def test_the_frames_the_refused_ones_were_made_from_pass_both(validator: Any) -> None:
     undo = {"t": "move", "seq": 2, "action": "undo"}
-    valid = (_move(), _move(action="draw", position=None), undo, _result(), _race_over_waste("KS"))
+    open_boards = {"open_boards": True, "spectator_delay_s": m.OPEN_BOARDS_MIN_DELAY_S}
+    valid = (
+        _move(), _move(action="draw", position=None), undo, _result(), _race_over_waste("KS"),
+        {"t": "create_room", "options": open_boards},
+    )
     for wire in valid:
         frame = json.dumps(wire)
         if wire["t"] in m.SERVER_MESSAGES:
