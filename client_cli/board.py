@@ -97,7 +97,8 @@ class Knowledge:
     ) -> Knowledge:
         """Knowledge built from a player view (race start or resync).
 
-        ``board`` holds a card code, ``"??"`` or ``None`` (played) per position.
+        ``board`` holds a card code, ``"??"`` or ``None`` (played) per position;
+        ``waste_top`` a card code, ``"??"`` (unknown) or ``None`` (empty).
         """
         if len(board) != PEAK_CARDS:
             raise ValueError(f"a board has {PEAK_CARDS} positions, got {len(board)}")
@@ -108,7 +109,8 @@ class Knowledge:
                 known.cleared += 1
             else:
                 known.peaks[p] = _code_or_unknown(entry)
-        known.waste = [] if waste_top is None else [parse_card(waste_top)]
+        # "??" on the waste: a spectator board hiding a card some racer has not seen.
+        known.waste = [] if waste_top is None else [_code_or_unknown(waste_top)]
         known.stock_left = stock_left
         known.moves, known.draws, known.undos = moves, draws, undos
         known.history_complete = history_complete

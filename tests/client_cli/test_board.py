@@ -16,11 +16,14 @@ from client_cli.board import (
     start_knowledge,
     view_codes,
 )
+from client_cli.client import Opponent
+from client_cli.tui.watch import watch_panel
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.cards import card_code, parse_card
 from protocol.rules.game import DRAW, Game, Rules, Status
 from protocol.rules.layout import BOTTOM_ROW
 from protocol.rules.refusals import Reason
+from protocol.wire import messages as m
 from tests.offline import server_answer
 
 RULE_SETS = [Rules(), Rules(wrap=False), Rules(empty_waste=True), Rules(False, True)]
@@ -221,3 +224,13 @@ def test_a_whole_winning_line_typed_ahead_of_the_server_is_never_refused_locally
         assert isinstance(answer, dict)
         assert board.accept(seq, **answer)
     assert board.shown.status is Status.WON
+
+
+def test_a_spectator_board_with_hidden_faces_and_waste_top_is_drawn_with_backs() -> None:
+    board = ("??",) * 18 + ("??", "5S", None) + ("??",) * 7
+    view = m.BoardView(board, "??", 20, 4, 3, 0, Status.PLAYING)
+    known = Knowledge.from_view(Rules(), view.board, view.waste_top, view.stock_left)
+    assert known.waste_top == UNKNOWN and known.cleared == 1
+    assert known.peaks[19] == parse_card("5S") and known.peaks[18] == UNKNOWN
+    panel = watch_panel(Opponent("p1", "ann", board=view), Rules()).plain
+    assert "ann" in panel and "waste" in panel

@@ -61,7 +61,7 @@ export class BoardView {
     this.update({ board: new Array(PEAK_CARDS).fill(HIDDEN), waste_top: null, stock_left: null });
   }
 
-  /** Draw a player view; entries are card codes, "??" or null (played). */
+  /** Draw a player view; entries (and the waste top) are card codes, "??" or null. */
   update(view) {
     const board = Array.isArray(view.board) ? view.board : [];
     for (let p = 0; p < PEAK_CARDS; p += 1) {
@@ -74,10 +74,13 @@ export class BoardView {
     const waste = view.waste_top ?? null;
     if (waste !== this.wasteEntry) {
       this.wasteEntry = waste;
-      this.waste.replaceChildren(isCardCode(waste)
-        ? faceUpCard(waste) : emptySlot("empty waste pile"));
+      // A spectator board may show the waste top face down ("??"): a card that a
+      // racer still racing has not seen (docs/protocol.md, "Spectating").
+      this.waste.replaceChildren(isCardCode(waste) ? faceUpCard(waste)
+        : waste === HIDDEN ? faceDownCard() : emptySlot("empty waste pile"));
       const top = this.waste.firstChild;
       if (isCardCode(waste)) top.setAttribute("aria-label", `waste: ${cardName(waste)}`);
+      if (waste === HIDDEN) top.setAttribute("aria-label", "waste: face-down card");
     }
     const stock = view.stock_left ?? null;
     if (stock !== this.stockEntry) {

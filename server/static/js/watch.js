@@ -1,7 +1,8 @@
 // /watch/CODE: join a room as a spectator over the JSON subprotocol and draw
 // every player's board from the spectator frames. Boards are drawn only from
-// spectator_board frames (the player's own view), so no hidden card can reach
-// the page; the full deal is used only after race_over has revealed it.
+// spectator_board frames (the player's own view, with faces a racer still racing
+// has not seen sent as "??" and drawn face down), so no hidden card can reach the
+// page; the full deal is used only after race_over has revealed it.
 
 import { BoardView } from "./board.js";
 import { cardShort } from "./cards.js";
