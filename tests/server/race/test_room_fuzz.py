@@ -22,6 +22,7 @@ def check_invariants(room: Room) -> None:
     assert room.host_id is None or room.host_id in room.seats
     assert (room.host_id is None) == (not room.seats)
     assert not set(room.seats) & room.spectators
+    assert room.spectators_away <= room.spectators
     if room.phase is m.Phase.RACING:
         assert room.race is not None and not room.race.over
     if room.race is not None:

@@ -200,3 +200,49 @@ def test_a_spectator_who_drops_keeps_their_place_for_the_grace_and_comes_back_ca
     assert room.role_of("s0") is None
     states = [o.message for _, o in clock.frames if isinstance(o, ToPlayers)]
     assert isinstance(states[-1], m.RoomState) and states[-1].spectators == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 99)), min_size=1, max_size=120))
+def test_no_spectator_board_ever_names_a_card_a_racer_still_racing_has_not_seen(
+    steps: list[tuple[int, int]],
+) -> None:
+    clock = racing_room(players=3, undo=m.UndoPolicy.FREE)
+    room = clock.room
+    race = room.race
+    assert race is not None
+    clock.feed(room.join(Identity("s0", "eve"), m.Role.SPECTATOR, 0))
+    games = {pid: Game(DEALT.deal, allow_undo=True) for pid in race.racers}
+    seen = {pid: faces(m.BoardView.from_view(game.view())) for pid, game in games.items()}
+    seqs = dict.fromkeys(games, 0)
+    for index, (who, choice) in enumerate(steps):
+        pid, game = f"p{who}", games[f"p{who}"]
+        before = len(clock.frames)
+        legal = game.legal_moves()
+        if race.racers[pid].is_done:
+            pass
+        elif choice == 0:
+            clock.feed(room.resign(pid, clock.now))
+        elif legal or game.history:
+            undo = not legal or (choice % 5 == 0 and bool(game.history))
+            step = None if undo else legal[choice % len(legal)]
+            seqs[pid] += 1
+            if step is None:
+                game.undo()
+                request = m.MoveRequest(seqs[pid], m.MoveAction.UNDO)
+            elif step == DRAW:
+                game.push(step)
+                request = m.MoveRequest(seqs[pid], m.MoveAction.DRAW)
+            else:
+                game.push(step)
+                request = m.MoveRequest(seqs[pid], m.MoveAction.PLAY, step)
+            clock.feed(room.move(pid, request, clock.now))
+            seen[pid] |= faces(m.BoardView.from_view(game.view()))
+        clock.advance(clock.now + 50 * (index % 3))
+        racing = [p for p, racer in race.racers.items() if not racer.is_done and not race.over]
+        allowed = set.intersection(*(seen[p] for p in racing)) if racing else None
+        for _, out in clock.frames[before:]:
+            if isinstance(out, ToSpectators) and isinstance(out.message, m.SpectatorBoard):
+                assert allowed is None or faces(out.message.view) <= allowed
+        if race.over:
+            break
