@@ -321,3 +321,20 @@ def test_public_rooms_are_listed_newest_first_and_every_phase_is_counted() -> No
         lob.create_room(conn, m.RoomOptions(public=public), iter([f"ROOM0{n}"]), n)
     assert [room.code for room in lob.public_rooms()] == ["ROOM02", "ROOM00"]
     assert lob.rooms_by_state() == {"lobby": 3, "countdown": 0, "racing": 0, "finished": 0}
+
+
+def test_a_spectator_resuming_with_the_token_is_retuned_and_caught_up_in_the_same_room() -> None:
+    lob = lobby()
+    code = open_room(lob, "c1")
+    token = welcome(hello(lob, "c2", "eve")).token
+    lob.join("c2", m.Join(code, m.Role.SPECTATOR), code, 10)
+    dropped = room_outputs(lob.connection_lost("c2", 20))
+    assert dropped == [SetTimer("grace:p-c2", 20 + RoomTimings().reconnect_grace_ms)]
+    outputs = hello(lob, "c3", "eve", token)
+    assert welcome(outputs).resumed and welcome(outputs).player_id == "p-c2"
+    assert Retune("c3", m.Role.SPECTATOR) in outputs
+    room = lob.rooms[code]
+    assert room_outputs(outputs) == [
+        CancelTimer("grace:p-c2"), Send("p-c2", room.state(m.Role.SPECTATOR)), Snapshot("p-c2")
+    ]
+    assert lob.room_of("c3") is room and room.role_of("p-c2") is m.Role.SPECTATOR
