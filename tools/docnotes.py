@@ -84,7 +84,9 @@ SUMMARIES: Final[dict[str, str]] = {
     "The counters and `status` always describe the game after the answer.",
     "Progress": "Everyone's progress, sent to players and spectators at most `progress_hz` "
     "times per second per room (server setting, 4 by default). Each frame lists every "
-    "player.",
+    "player. The race's end keeps this bound: a race that ends sooner than "
+    "`1 / progress_hz` after the last `progress` gets no final one, and `race_over`'s "
+    "standings are the final lines.",
     "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
     "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "
     "any client can check the commitment and recompute the deal (see \"Verifying a deal\").",

@@ -18,15 +18,23 @@ from server.race.room_types import Seat
 
 
 def progress_frames(
-    race: Race, seats: Mapping[str, Seat], boards_for: Iterable[str], now_ms: int
+    race: Race,
+    seats: Mapping[str, Seat],
+    boards_for: Iterable[str],
+    now_ms: int,
+    *,
+    with_progress: bool = True,
 ) -> list[Output]:
-    """Every racer's progress line, to players and spectators, then the board of
-    each racer in ``boards_for`` (player ids; ones not racing are skipped)."""
+    """Every racer's progress line, to players and spectators (unless ``with_progress``
+    is false), then the board of each racer in ``boards_for`` (player ids; ones not
+    racing are skipped)."""
     elapsed = race.elapsed(race.end_ms or now_ms)
-    progress = Progress(
-        elapsed, tuple(progress_line(race, r, seats, now_ms) for r in race.racers.values())
-    )
-    outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
+    outputs: list[Output] = []
+    if with_progress:
+        progress = Progress(
+            elapsed, tuple(progress_line(race, r, seats, now_ms) for r in race.racers.values())
+        )
+        outputs += [ToPlayers(progress), ToSpectators(progress, key="progress")]
     for pid in boards_for:
         racer = race.racers.get(pid)
         if racer is not None:

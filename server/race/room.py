@@ -483,15 +483,21 @@ class Room:
         self._progress_due = due
         return [SetTimer(PROGRESS_TIMER, due)]
 
-    def _flush_progress(self, now_ms: int) -> list[Output]:
-        """The due progress flush: frames built by :func:`server.race.progress.progress_frames`."""
+    def _flush_progress(self, now_ms: int, *, final: bool = False) -> list[Output]:
+        """The due progress flush: frames built by :func:`server.race.progress.progress_frames`.
+
+        The ``final`` flush at the race's end sends ``progress`` only when the
+        bound allows one now; otherwise ``race_over``'s standings are the last word.
+        """
         self._progress_due = None
         race = self.race
         if race is None or not self._dirty:
             return []
-        self._last_progress_ms = now_ms
+        bounded = not final or now_ms >= self._last_progress_ms + self.timings.progress_interval_ms
+        if bounded:
+            self._last_progress_ms = now_ms
         boards_for = sorted(self._dirty) if boards_wanted(self.options, self.spectators) else ()
-        outputs = progress_frames(race, self.seats, boards_for, now_ms)
+        outputs = progress_frames(race, self.seats, boards_for, now_ms, with_progress=bounded)
         self._dirty.clear()
         return outputs
 
@@ -526,7 +532,7 @@ class Room:
         finished = next_phase(self.phase, PhaseEvent.RACE_END)
         race.end(now_ms)
         self._dirty.update(race.racers)
-        outputs = self._flush_progress(now_ms)
+        outputs = self._flush_progress(now_ms, final=True)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
         self.phase = finished
