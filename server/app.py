@@ -221,8 +221,10 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         return _json_error(429, "too many connections from your address; slow down")
     offered = request.headers.get("Sec-WebSocket-Protocol", "").split(",")
     chosen = codec.choose_subprotocol(offered)
+    if chosen is None:
+        return _no_subprotocol(address)
     ws = DirectResponse(
-        protocols=(chosen,) if chosen else (),
+        protocols=(chosen,),
         compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
         max_msg_size=settings.max_frame_bytes,
         # The hub's heartbeat (server.transport.heartbeat) pings; pongs reach the loop.
@@ -236,16 +238,25 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     reader = _Reader(hub, conn, hub.connect(conn), settings)
     logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
     try:
-        if chosen is None:
-            await conn.close(CloseCode.NO_SUBPROTOCOL)
-        else:
-            await conn.serve(reader, hub.now_ms)
+        await conn.serve(reader, hub.now_ms)
     except Exception:
         logs.failure("connection_failed", conn=conn.conn_id)
     finally:
         hub.connection_lost(conn)
         logs.event("disconnected", conn=conn.conn_id, close_code=conn.close_code)
     return ws
+
+
+def _no_subprotocol(address: str) -> web.Response:
+    """Refuse, before the upgrade, an offer of only subprotocols this server does not speak.
+
+    Answering 101 without the header would make browsers and most libraries drop
+    the connection themselves (1006), so the client would never learn why.
+    """
+    logs.event("no_subprotocol", address=address)
+    supported = list(codec.SUBPROTOCOLS)
+    message = "none of the offered subprotocols is supported; offer " + " or ".join(supported)
+    return web.json_response({"error": message, "subprotocols": supported}, status=400)
 
 
 #: Messages that end a player's part are never dropped for lack of credit:

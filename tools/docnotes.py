@@ -298,6 +298,8 @@ RESERVED_ERRORS: Final = frozenset({ErrorCode.NOT_ENOUGH_PLAYERS})
 CLOSE_NOTES: Final[dict[CloseCode, str]] = {
     CloseCode.UNSUPPORTED_DATA: "never sent by this server: a frame of the wrong type gets "
     "error 3 and the connection stays open",
+    CloseCode.NO_SUBPROTOCOL: "never sent by this server: an offer of only unknown "
+    "subprotocols is refused before the upgrade, with HTTP 400 (see Connecting)",
 }
 
 #: Measured share of winnable deals per difficulty, wrap on and wrap off (docs/deals.md).
