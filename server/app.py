@@ -45,6 +45,7 @@ _CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
 
 _RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 MAX_LIST_LIMIT: Final = 100
+_LIMIT = re.compile(r"[0-9]{1,9}")
 
 
 def make_executor(workers: int, *, idle: bool = True) -> concurrent.futures.ProcessPoolExecutor:
@@ -194,12 +195,10 @@ async def handle_race_list(request: web.Request) -> web.Response:
     """``GET /api/races?player=NAME&limit=N``: recent races, newest first, without logs."""
     player = request.query.get("player") or None
     raw_limit = request.query.get("limit", "20")
-    try:
-        limit = int(raw_limit)
-    except ValueError:
-        return _json_error(400, f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
-    if not 1 <= limit <= MAX_LIST_LIMIT:
-        return _json_error(400, f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    # Only ASCII digits: int() would also take " 5", "+5", "1_0" and other scripts' digits.
+    if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
+        return _json_error(400, f"limit must be a number from 1 to {MAX_LIST_LIMIT} in digits 0-9")
+    limit = int(raw_limit)
     if player is not None and len(player) > 64:
         return _json_error(400, "player names are at most 64 characters")
     records = await request.app[STORE].list_races(player, limit, with_logs=False)

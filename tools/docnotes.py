@@ -34,9 +34,11 @@ SUMMARIES: Final[dict[str, str]] = {
     "CreateRoom": "Open a new room with these options; the sender becomes its host and first "
     "player. Answered by `room_state` (which carries the room code). All options may be left "
     "out.",
-    "Join": "Take a seat in a room (`role` `player`, lobby only) or watch it (`spectator`, any "
-    "phase). Answered by `room_state`, or an error: 106 no such room, 107 full, 108 no "
-    "spectators, 102 race already running.",
+    "Join": "Take a seat in a room (`role` `player`, in the lobby or between races, "
+    "`finished`) or watch it (`spectator`, any phase). Answered by `room_state`, or an "
+    "error: 106 no such room, 107 full, 108 no spectators, 102 race already running "
+    "(countdown or racing), 118 the host kicked you and the room's next race has not "
+    "started yet.",
     "Leave": "Leave the current room. Answered by `left`. Leaving a race counts as status "
     "`left` in the standings.",
     "Ready": "Set your ready flag in the lobby (`ready: false` to take it back). The host can "
@@ -44,7 +46,8 @@ SUMMARIES: Final[dict[str, str]] = {
     "Start": "Host only, lobby only: deal and start the countdown. Refused with 112 while a "
     "player is not ready.",
     "Kick": "Host only, lobby or finished: remove a player from the room. They get `left` with "
-    "reason `kicked`.",
+    "reason `kicked`, and their `join` as a player is refused with 118 until the room's next "
+    "race has started (they may still watch).",
     "UpdateOptions": "Host only, in the lobby or between races (finished): replace the room "
     "options. Every player's ready flag (or rematch request) is cleared.",
     "MoveRequest": "One move in the race. `seq` is 1 for the first move of each race and goes up "
@@ -289,6 +292,9 @@ ERROR_NOTES: Final[dict[ErrorCode, str]] = {
     "start a solo race",
     ErrorCode.ALREADY_RACING: "never sent by this server: a player still seated in the room "
     "gets 104, and one who left a running race is out of it and may watch it at once",
+    ErrorCode.KICKED: "answers `join` with role `player` from someone the host kicked from "
+    "this room, matched by player id (a resumed session keeps it) and by name, ignoring "
+    "case; the bar lifts when the room's next race starts. Watching is not barred",
 }
 
 #: Error codes no server module raises at all (a test scans the server for them).

@@ -102,6 +102,8 @@ class Room:
         self._dirty: set[str] = set()
         self._progress_due: int | None = None
         self._last_progress_ms = 0
+        #: Who the host kicked, by player id and by folded name: no seat until the next race.
+        self._kicked: set[str] = set()
 
     # ---- queries -----------------------------------------------------------
     def role_of(self, player_id: str) -> Role | None:
@@ -166,6 +168,8 @@ class Room:
             return self._add_spectator(who, now_ms)
         if self.phase in (Phase.COUNTDOWN, Phase.RACING):
             raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "the race has already started")
+        if pid in self._kicked or _folded(who.name) in self._kicked:
+            raise ProtocolError(ErrorCode.KICKED)
         if len(self.seats) >= self.options.max_players:
             raise ProtocolError(ErrorCode.ROOM_FULL)
         self.seats[pid] = Seat(who)
@@ -221,8 +225,10 @@ class Room:
         self._require_host(host_id)
         if target == host_id:
             raise ProtocolError(ErrorCode.CANNOT_KICK_SELF)
-        if target not in self.seats:
+        seat = self.seats.get(target)
+        if seat is None:
             raise ProtocolError(ErrorCode.NO_SUCH_MEMBER)
+        self._kicked |= {target, _folded(seat.identity.name)}
         return self.leave(target, now_ms, LeftReason.KICKED)
 
     def disconnect(self, player_id: str, now_ms: int) -> list[Output]:
@@ -355,6 +361,7 @@ class Room:
         self.commitment = commitment(dealt.seed, dealt.rules)
         self.phase = racing
         self._dirty.clear()
+        self._kicked.clear()  # a kick bars a seat until the next race has started
         view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
         outputs: list[Output] = [
             *self._state_changed(),
@@ -547,3 +554,7 @@ class Room:
         ]
         return outputs
 
+
+def _folded(name: str) -> str:
+    """A name as the kick bar compares it; the prefix keeps it apart from player ids."""
+    return "name:" + name.casefold()
