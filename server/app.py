@@ -45,6 +45,7 @@ _CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
 
 _RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 MAX_LIST_LIMIT: Final = 100
+_LIMIT = re.compile(r"[0-9]{1,9}")
 
 
 def make_executor(workers: int, *, idle: bool = True) -> concurrent.futures.ProcessPoolExecutor:
@@ -194,12 +195,10 @@ async def handle_race_list(request: web.Request) -> web.Response:
     """``GET /api/races?player=NAME&limit=N``: recent races, newest first, without logs."""
     player = request.query.get("player") or None
     raw_limit = request.query.get("limit", "20")
-    try:
-        limit = int(raw_limit)
-    except ValueError:
-        return _json_error(400, f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
-    if not 1 <= limit <= MAX_LIST_LIMIT:
-        return _json_error(400, f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    # Only ASCII digits: int() would also take " 5", "+5", "1_0" and other scripts' digits.
+    if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
+        return _json_error(400, f"limit must be a number from 1 to {MAX_LIST_LIMIT} in digits 0-9")
+    limit = int(raw_limit)
     if player is not None and len(player) > 64:
         return _json_error(400, "player names are at most 64 characters")
     records = await request.app[STORE].list_races(player, limit, with_logs=False)
@@ -221,8 +220,10 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         return _json_error(429, "too many connections from your address; slow down")
     offered = request.headers.get("Sec-WebSocket-Protocol", "").split(",")
     chosen = codec.choose_subprotocol(offered)
+    if chosen is None:
+        return _no_subprotocol(address)
     ws = DirectResponse(
-        protocols=(chosen,) if chosen else (),
+        protocols=(chosen,),
         compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
         max_msg_size=settings.max_frame_bytes,
         # The hub's heartbeat (server.transport.heartbeat) pings; pongs reach the loop.
@@ -236,16 +237,25 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     reader = _Reader(hub, conn, hub.connect(conn), settings)
     logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
     try:
-        if chosen is None:
-            await conn.close(CloseCode.NO_SUBPROTOCOL)
-        else:
-            await conn.serve(reader, hub.now_ms)
+        await conn.serve(reader, hub.now_ms)
     except Exception:
         logs.failure("connection_failed", conn=conn.conn_id)
     finally:
         hub.connection_lost(conn)
         logs.event("disconnected", conn=conn.conn_id, close_code=conn.close_code)
     return ws
+
+
+def _no_subprotocol(address: str) -> web.Response:
+    """Refuse, before the upgrade, an offer of only subprotocols this server does not speak.
+
+    Answering 101 without the header would make browsers and most libraries drop
+    the connection themselves (1006), so the client would never learn why.
+    """
+    logs.event("no_subprotocol", address=address)
+    supported = list(codec.SUBPROTOCOLS)
+    message = "none of the offered subprotocols is supported; offer " + " or ".join(supported)
+    return web.json_response({"error": message, "subprotocols": supported}, status=400)
 
 
 #: Messages that end a player's part are never dropped for lack of credit:

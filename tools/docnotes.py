@@ -35,9 +35,11 @@ SUMMARIES: Final[dict[str, str]] = {
     "CreateRoom": "Open a new room with these options; the sender becomes its host and first "
     "player. Answered by `room_state` (which carries the room code). All options may be left "
     "out.",
-    "Join": "Take a seat in a room (`role` `player`, lobby only) or watch it (`spectator`, any "
-    "phase). Answered by `room_state`, or an error: 106 no such room, 107 full, 108 no "
-    "spectators, 102 race already running.",
+    "Join": "Take a seat in a room (`role` `player`, in the lobby or between races, "
+    "`finished`) or watch it (`spectator`, any phase). Answered by `room_state`, or an "
+    "error: 106 no such room, 107 full, 108 no spectators, 102 race already running "
+    "(countdown or racing), 118 the host kicked you and the room's next race has not "
+    "started yet.",
     "Leave": "Leave the current room. Answered by `left`. Leaving a race counts as status "
     "`left` in the standings.",
     "Ready": "Set your ready flag in the lobby (`ready: false` to take it back). The host can "
@@ -45,7 +47,8 @@ SUMMARIES: Final[dict[str, str]] = {
     "Start": "Host only, lobby only: deal and start the countdown. Refused with 112 while a "
     "player is not ready.",
     "Kick": "Host only, lobby or finished: remove a player from the room. They get `left` with "
-    "reason `kicked`.",
+    "reason `kicked`, and their `join` as a player is refused with 118 until the room's next "
+    "race has started (they may still watch).",
     "UpdateOptions": "Host only, in the lobby or between races (finished): replace the room "
     "options. Every player's ready flag (or rematch request) is cleared.",
     "MoveRequest": "One move in the race. `seq` is 1 for the first move of each race and goes up "
@@ -86,7 +89,9 @@ SUMMARIES: Final[dict[str, str]] = {
     "The counters and `status` always describe the game after the answer.",
     "Progress": "Everyone's progress, sent to players and spectators at most `progress_hz` "
     "times per second per room (server setting, 4 by default). Each frame lists every "
-    "player.",
+    "player. The race's end keeps this bound: a race that ends sooner than "
+    "`1 / progress_hz` after the last `progress` gets no final one, and `race_over`'s "
+    "standings are the final lines.",
     "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
     "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "
     "any client can check the commitment and recompute the deal (see \"Verifying a deal\").",
@@ -294,6 +299,9 @@ ERROR_NOTES: Final[dict[ErrorCode, str]] = {
     "start a solo race",
     ErrorCode.ALREADY_RACING: "never sent by this server: a player still seated in the room "
     "gets 104, and one who left a running race is out of it and may watch it at once",
+    ErrorCode.KICKED: "answers `join` with role `player` from someone the host kicked from "
+    "this room, matched by player id (a resumed session keeps it) and by name, ignoring "
+    "case; the bar lifts when the room's next race starts. Watching is not barred",
 }
 
 #: Error codes no server module raises at all (a test scans the server for them).
@@ -303,6 +311,8 @@ RESERVED_ERRORS: Final = frozenset({ErrorCode.NOT_ENOUGH_PLAYERS})
 CLOSE_NOTES: Final[dict[CloseCode, str]] = {
     CloseCode.UNSUPPORTED_DATA: "never sent by this server: a frame of the wrong type gets "
     "error 3 and the connection stays open",
+    CloseCode.NO_SUBPROTOCOL: "never sent by this server: an offer of only unknown "
+    "subprotocols is refused before the upgrade, with HTTP 400 (see Connecting)",
 }
 
 #: Measured share of winnable deals per difficulty, wrap on and wrap off (docs/deals.md).

@@ -66,6 +66,7 @@ class ErrorCode(enum.IntEnum):
     TOO_MANY_ROOMS = 115
     BAD_SEED = 116
     ALREADY_RACING = 117
+    KICKED = 118
 
     # -- server failures -------------------------------------------------
     INTERNAL_ERROR = 200
@@ -113,6 +114,8 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.TOO_MANY_ROOMS: "this connection has created too many rooms",
     ErrorCode.BAD_SEED: "the practice seed cannot be dealt with these options",
     ErrorCode.ALREADY_RACING: "that player is racing in this room and cannot spectate it",
+    ErrorCode.KICKED: "the host removed you from this room; you may take a seat again once "
+    "its next race has started",
     ErrorCode.INTERNAL_ERROR: "internal server error",
     ErrorCode.SERVER_BUSY: "the server is busy; try again later",
     ErrorCode.SHUTTING_DOWN: "the server is shutting down",

@@ -8,6 +8,13 @@ and ``ServerMessage`` are the ``oneOf`` of each direction.  The server serves
 :func:`schema_text` at ``/api/protocol.schema.json`` and ``tools/docgen.py``
 keeps a copy in ``docs/protocol.schema.json``.
 
+The stored race record the HTTP API serves (``GET /api/races/{id}``, and its
+summary in ``GET /api/races``) is described too, as ``RaceRecord`` and
+``RaceSummary``: by hand, since ``protocol`` may not import the server's
+``server/race/records.py``, but from the wire's own fragments wherever a field
+is the same value (the seed, the deal, the options), and held to the records
+by ``tests/docs/test_record.py``.  Its version is :data:`RECORD_VERSION`.
+
 What JSON Schema cannot say is in the ``$comment``: the codec refuses a
 float with an integer value (``1.0``) and every non-printable character,
 where the schema only refuses control characters.
@@ -40,6 +47,16 @@ from protocol.wire.schema import (
 )
 
 DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+
+#: The stored race record's version, its ``record_version`` field (see docs/protocol.md).
+RECORD_VERSION: Final = 1
+#: A record player's ``status``: the wire's :class:`~protocol.wire.messages.PlayerStatus`,
+#: except that ``timed_out`` is stored as ``timeout``.
+RECORD_STATUSES: Final = tuple(
+    "timeout" if s is m.PlayerStatus.TIMED_OUT else s.value for s in m.PlayerStatus
+)
+#: A move log entry's ``action``: the moves, then what ends a player's part without one.
+RECORD_ACTIONS: Final = (*(a.value for a in m.MoveAction), "resign", "timeout", "leave")
 
 #: Python's ``str.isprintable`` has no exact regex; this refuses what JSON
 #: Schema can name (C0 and C1 control characters) and is never stricter.
@@ -186,6 +203,63 @@ def _scalar(node: Node) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for {node!r}")
 
 
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object", "properties": properties, "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _nullable(fragment: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [fragment, {"type": "null"}]}
+
+
+def _record_defs(defs: dict[str, Any]) -> dict[str, Any]:
+    """``RaceRecord`` and ``RaceSummary``, their players and the move log entry."""
+    over, deal = defs["race_over"]["properties"], defs["DealCodes"]["properties"]
+    standing, millis = defs["Standing"]["properties"], defs["race_start"]["properties"]
+    ms = millis["started_at_ms"]
+    entry = _object({
+        "seq": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+        "at_ms": ms,
+        "action": {"type": "string", "enum": list(RECORD_ACTIONS)},
+        "position": _nullable({"type": "integer", "minimum": 0}),
+        "accepted": {"type": "boolean"},
+        "reason": _nullable({"$ref": "#/$defs/Reason"}),
+        "card": _nullable({"$ref": "#/$defs/CardCode"}),
+    })
+    player = {
+        "player_id": standing["player_id"], "name": standing["name"],
+        "is_bot": standing["bot"], "rank": standing["rank"],
+        "status": {"type": "string", "enum": list(RECORD_STATUSES)},
+        "finish_ms": _nullable(ms), "cleared": standing["cleared"],
+        "moves": standing["moves"], "draws": standing["moves"], "undos": standing["undos"],
+        "penalty_ms": standing["penalty_ms"],
+    }
+    summary = {
+        "record_version": {"const": RECORD_VERSION},
+        "race_id": over["race_id"], "room_code": defs["room_state"]["properties"]["code"],
+        "room_name": defs["RoomOptions"]["properties"]["name"],
+        "options": {"$ref": "#/$defs/RoomOptions"},
+        "practice": over["practice"], "seed": over["seed"], "commitment": over["commitment"],
+        "wrap": over["wrap"], "empty_waste": over["empty_waste"], "candidate": over["candidate"],
+        "par": over["par"], "started_at_ms": ms, "ended_at_ms": ms,
+    }
+    players = {"type": "array", "maxItems": m.MAX_PLAYERS}
+    return {
+        "RaceRecord": _object({
+            **summary, "peaks": deal["peaks"], "waste": deal["waste"], "stock": deal["stock"],
+            "solution": over["solution"],
+            "players": {**players, "items": {"$ref": "#/$defs/RaceRecordPlayer"}},
+        }),
+        "RaceRecordPlayer": _object({**player, "log": {"type": "array", "items": entry}}),
+        "RaceSummary": _object({
+            **summary, "players": {**players, "items": {"$ref": "#/$defs/RaceSummaryPlayer"}},
+        }),
+        "RaceSummaryPlayer": _object(player),
+    }
+
+
 def protocol_schema() -> dict[str, Any]:
     """The JSON Schema document of this protocol version, as plain maps and lists."""
     builder = _Builder()
@@ -197,6 +271,7 @@ def protocol_schema() -> dict[str, Any]:
         for tag, cls in registry.items():
             builder.defs[tag] = builder.struct(compile_struct(cls), tag)
         unions[name] = {"oneOf": [{"$ref": f"#/$defs/{tag}"} for tag in registry]}
+    builder.defs.update(_record_defs(builder.defs))
     return {
         "$schema": DIALECT,
         "title": f"TriPeaks Race wire protocol, version {m.PROTOCOL_VERSION}",

@@ -20,15 +20,23 @@ from server.race.spectate import BoardsShown
 
 
 def progress_frames(
-    race: Race, seats: Mapping[str, Seat], boards: Iterable[SpectatorBoard], now_ms: int
+    race: Race,
+    seats: Mapping[str, Seat],
+    boards: Iterable[SpectatorBoard],
+    now_ms: int,
+    *,
+    with_progress: bool = True,
 ) -> list[Output]:
-    """Every racer's progress line, to players and spectators, then ``boards``
-    (from :meth:`server.race.spectate.BoardsShown.changed`) to spectators."""
+    """Every racer's progress line, to players and spectators (unless ``with_progress``
+    is false), then ``boards`` (from :meth:`server.race.spectate.BoardsShown.changed`)
+    to spectators."""
     elapsed = race.elapsed(race.end_ms or now_ms)
-    progress = Progress(
-        elapsed, tuple(progress_line(race, r, seats, now_ms) for r in race.racers.values())
-    )
-    outputs: list[Output] = [ToPlayers(progress), ToSpectators(progress, key="progress")]
+    outputs: list[Output] = []
+    if with_progress:
+        progress = Progress(
+            elapsed, tuple(progress_line(race, r, seats, now_ms) for r in race.racers.values())
+        )
+        outputs += [ToPlayers(progress), ToSpectators(progress, key="progress")]
     outputs += [ToSpectators(board, key="board:" + board.player_id) for board in boards]
     return outputs
 

@@ -4,7 +4,10 @@ Pure frozen dataclasses with no I/O.  The server fills them when a race
 ends, :mod:`server.storage.store` persists them, and the HTTP API serves them
 through :meth:`RaceRecord.to_json`.  :meth:`RaceRecord.from_json` reads the
 same shape back and raises :class:`RecordError` on anything malformed, so a
-bad document never becomes a half-valid record.
+bad document never becomes a half-valid record.  The document is described
+field by field in docs/protocol.md ("The stored race record") and in the JSON
+Schema (``RaceRecord`` in :mod:`protocol.wire.json_schema`, which also holds its
+version and the names its statuses and actions may take).
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from protocol.wire.json_schema import RECORD_ACTIONS, RECORD_STATUSES, RECORD_VERSION
+
 #: Actions a move log entry may record.
-ACTIONS: Final = frozenset({"play", "draw", "undo", "resign", "timeout", "leave"})
+ACTIONS: Final = frozenset(RECORD_ACTIONS)
 #: Final (or current) statuses of a player in a race.
-PLAYER_STATUSES: Final = frozenset({"finished", "stuck", "resigned", "left", "timeout", "racing"})
+PLAYER_STATUSES: Final = frozenset(RECORD_STATUSES)
 
 
 class RecordError(ValueError):
@@ -165,6 +170,7 @@ class RaceRecord:
     def summary_json(self) -> dict[str, Any]:
         """A short form for race lists: no deal, no solution, no move logs."""
         return {
+            "record_version": RECORD_VERSION,
             "race_id": self.race_id,
             "room_code": self.room_code,
             "room_name": self.room_name,
@@ -185,6 +191,8 @@ class RaceRecord:
     def from_json(cls, data: object) -> RaceRecord:
         """Read a record written by :meth:`to_json`, raising :class:`RecordError` if malformed."""
         doc = _mapping(data, "race")
+        if doc.get("record_version", RECORD_VERSION) != RECORD_VERSION:
+            raise RecordError(f"race: record_version must be {RECORD_VERSION}")
         options = doc.get("options")
         if not isinstance(options, dict):
             raise RecordError("race: 'options' must be an object")

@@ -107,6 +107,8 @@ class Room:
         self._shown = BoardsShown()
         self._progress_due: int | None = None
         self._last_progress_ms = 0
+        #: Who the host kicked, by player id and by folded name: no seat until the next race.
+        self._kicked: set[str] = set()
 
     # ---- queries -----------------------------------------------------------
     def role_of(self, player_id: str) -> Role | None:
@@ -171,6 +173,8 @@ class Room:
             return self._add_spectator(who, now_ms)
         if self.phase in (Phase.COUNTDOWN, Phase.RACING):
             raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW, "the race has already started")
+        if pid in self._kicked or _folded(who.name) in self._kicked:
+            raise ProtocolError(ErrorCode.KICKED)
         if len(self.seats) >= self.options.max_players:
             raise ProtocolError(ErrorCode.ROOM_FULL)
         self.seats[pid] = Seat(who)
@@ -227,8 +231,10 @@ class Room:
         self._require_host(host_id)
         if target == host_id:
             raise ProtocolError(ErrorCode.CANNOT_KICK_SELF)
-        if target not in self.seats:
+        seat = self.seats.get(target)
+        if seat is None:
             raise ProtocolError(ErrorCode.NO_SUCH_MEMBER)
+        self._kicked |= {target, _folded(seat.identity.name)}
         return self.leave(target, now_ms, LeftReason.KICKED)
 
     def disconnect(self, player_id: str, now_ms: int) -> list[Output]:
@@ -371,6 +377,7 @@ class Room:
         self.phase = racing
         self._dirty.clear()
         self._shown.forget()
+        self._kicked.clear()  # a kick bars a seat until the next race has started
         view = BoardView.from_view(next(iter(race.racers.values())).view()) if race.racers else None
         outputs: list[Output] = [
             *self._state_changed(),
@@ -500,19 +507,25 @@ class Room:
         self._progress_due = due
         return [SetTimer(PROGRESS_TIMER, due)]
 
-    def _flush_progress(self, now_ms: int) -> list[Output]:
-        """The due progress flush: frames built by :func:`server.race.progress.progress_frames`."""
+    def _flush_progress(self, now_ms: int, *, final: bool = False) -> list[Output]:
+        """The due progress flush: frames built by :func:`server.race.progress.progress_frames`.
+
+        The ``final`` flush at the race's end sends ``progress`` only when the
+        bound allows one now; otherwise ``race_over``'s standings are the last word.
+        """
         self._progress_due = None
         race = self.race
         if race is None or not self._dirty:
             return []
-        self._last_progress_ms = now_ms
+        bounded = not final or now_ms >= self._last_progress_ms + self.timings.progress_interval_ms
+        if bounded:
+            self._last_progress_ms = now_ms
         boards = (
             self._shown.changed(race, self._dirty, self.options.open_boards, now_ms)
             if boards_wanted(self.options, self.spectators)
             else ()
         )
-        outputs = progress_frames(race, self.seats, boards, now_ms)
+        outputs = progress_frames(race, self.seats, boards, now_ms, with_progress=bounded)
         self._dirty.clear()
         return outputs
 
@@ -547,7 +560,7 @@ class Room:
         finished = next_phase(self.phase, PhaseEvent.RACE_END)
         race.end(now_ms)
         self._dirty.update(race.racers)
-        outputs = self._flush_progress(now_ms)
+        outputs = self._flush_progress(now_ms, final=True)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
         self.phase = finished
@@ -562,3 +575,7 @@ class Room:
         ]
         return outputs
 
+
+def _folded(name: str) -> str:
+    """A name as the kick bar compares it; the prefix keeps it apart from player ids."""
+    return "name:" + name.casefold()

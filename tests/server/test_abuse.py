@@ -11,7 +11,6 @@ import msgpack
 import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from websockets.typing import Subprotocol
 
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import Rules
@@ -217,16 +216,6 @@ async def test_the_server_answers_a_clients_ping_with_a_pong(tmp_path: Path) -> 
         answered = await ann.ws.ping(b"are you there")
         await asyncio.wait_for(answered, 5)
         await ann.close()
-
-
-async def test_an_offer_without_a_known_subprotocol_is_closed_with_4005(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as server:
-        ws = await websockets.connect(server.ws_url, subprotocols=[Subprotocol("chat")])
-        with pytest.raises(ConnectionClosed) as closed:
-            await asyncio.wait_for(ws.recv(), 5)
-            await asyncio.wait_for(ws.recv(), 5)
-        assert closed.value.rcvd is not None
-        assert closed.value.rcvd.code == CloseCode.NO_SUBPROTOCOL
 
 
 async def test_no_subprotocol_offer_means_msgpack(tmp_path: Path) -> None:
