@@ -382,8 +382,10 @@ class Player {
     const v = this.view;
     $("own-counts").textContent = v.stock_left === null ? ""
       : `${v.board.filter((e) => e === null).length} / 28 cleared · ${v.moves} moves · ${v.undos} undos`;
-    $("undo").disabled = !this.rules.undo;
+    const live = this.racing();
+    $("undo").disabled = !live; // with undo off it stays pressable: the refusal says why
     $("undo").title = this.rules.undo ? "" : "Undo is switched off in this room";
+    $("resign").disabled = !live;
   }
 
   move(action, position = null) {
