@@ -194,7 +194,8 @@ SNAPSHOT_SCRIPT = """
 (() => {
   window.__snapshots = [];
   let last = "";
-  const NAME = /(Ace|Two|Three|Four|Five|Six|Seven|Eight|Nine|Ten|Jack|Queen|King) of (clubs|diamonds|hearts|spades)/g;
+  const RANKS = 'Ace|Two|Three|Four|Five|Six|Seven|Eight|Nine|Ten|Jack|Queen|King';
+  const NAME = new RegExp(`(${RANKS}) of (clubs|diamonds|hearts|spades)`, 'g');
   const CODE = /(?<![A-Za-z0-9])[A2-9TJQK][CDHS](?![A-Za-z0-9])/g;
   const SHORT = /(10|[2-9AJQK])[\u2663\u2666\u2665\u2660]/g;
   const take = () => {
