@@ -337,3 +337,50 @@ async def test_the_front_page_joins_by_code_and_refuses_a_bad_one(site: Site) ->
             .get_attribute("href") == f"/play/{state.code}"
     finally:
         await host.close()
+
+
+# ---- the host's lobby -----------------------------------------------------------------
+async def test_the_host_changes_the_options_and_kicks_from_the_lobby(site: Site) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Hal")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.wait_for_url("**/play/*")
+    code = page.url.rsplit("/", 1)[1]
+    guest = await connect(site.server.ws_url, "Gus", encoding="json")
+    try:
+        await guest.request(m.Join(code), m.RoomState)
+        await guest.send(m.Ready(True))
+        await page.locator("#members tr[data-ready=true]").wait_for()
+        await page.locator("#host-options").get_by_text("Change options").click()
+        await page.locator("#host-options").get_by_text("More options").click()
+        await page.fill("#room-max-players", "1")
+        await page.get_by_role("button", name="Save options").click()
+        assert "Seats: a whole number from 2 to 16" in await page.inner_text("#options-error")
+        await page.fill("#room-max-players", "3")
+        await page.select_option("#room-undo", "off")
+        await page.get_by_role("button", name="Save options").click()
+        state = await guest.expect(m.RoomState)
+        while state.options.max_players != 3:
+            state = await guest.expect(m.RoomState)
+        assert state.options.undo is m.UndoPolicy.OFF
+        assert not any(x.ready for x in state.members)  # the server cleared the flags
+        await page.locator("#options-list").get_by_text("off").first.wait_for()
+        await page.get_by_role("button", name="Kick Gus").click()
+        left = await guest.expect(m.Left)
+        assert left.reason is m.LeftReason.KICKED
+        await page.locator("#members tr:has-text('Gus')").wait_for(state="detached")
+        assert webutil.script_errors(page) == []
+    finally:
+        await guest.close()
+
+
+async def test_a_play_address_that_cannot_be_a_code_is_a_plain_404(site: Site) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{site.server.url}/play/not-a-code!") as response:
+            assert response.status == 404
+            assert "1 to 16 letters and digits" in await response.text()
+        async with http.get(f"{site.server.url}/play/ab12") as response:
+            assert response.status == 200
+            assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
+            assert '<script type="module" src="/static/js/play.js">' in await response.text()
