@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load clean
+.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ CORE_TESTS := tests/protocol tests/server/race tests/test_purity.py tests/test_a
 test-core: $(TEST_STAMP)
 	$(BIN)/ruff check protocol server/race tools $(CORE_TESTS)
 	$(BIN)/python -m pytest -q $(CORE_TESTS)
+
+# The player's page at 1280x800 and 390x844 for docs/web.md (needs Debian's chromium).
+screenshots: $(TEST_STAMP)
+	$(BIN)/python -m tools.screenshots docs/img
 
 bench: bench-solver bench-load
 

@@ -1,7 +1,8 @@
-"""The spectator web pages: plain HTML, CSS and JavaScript modules from ``server/static``.
+"""The web pages: plain HTML, CSS and JavaScript modules from ``server/static``.
 
-:func:`add_web_routes` registers ``/`` (public rooms), ``/watch/{code}`` (a
-live race), ``/races/{race_id}`` (a stored race replayed), the static files
+:func:`add_web_routes` registers ``/`` (public rooms, create and join),
+``/play/{code}`` (the player's page), ``/watch/{code}`` (a live race),
+``/races/{race_id}`` (a stored race replayed), the static files
 under ``/static/`` and ``/api/protocol.schema.json`` (the JSON Schema of every
 message, built from the codec's own schema).  The pages are static files:
 everything live comes from the JSON WebSocket subprotocol and the ``/api``
@@ -51,6 +52,13 @@ async def index_page(request: web.Request) -> web.StreamResponse:
     return _page("index.html")
 
 
+async def play_page(request: web.Request) -> web.StreamResponse:
+    """``/play/{code}``: a seat in a room, from the lobby to the results."""
+    if not _CODE_RE.match(request.match_info["code"]):
+        raise web.HTTPNotFound(text="A room code is 1 to 16 letters and digits.\n")
+    return _page("play.html")
+
+
 async def watch_page(request: web.Request) -> web.StreamResponse:
     """``/watch/{code}``: a live race, watched as a spectator."""
     if not _CODE_RE.match(request.match_info["code"]):
@@ -81,8 +89,9 @@ async def _static_headers(request: web.Request, response: web.StreamResponse) ->
 
 
 def add_web_routes(app: web.Application) -> None:
-    """Register the spectator pages, ``/static/`` and the schema on ``app`` (before it starts)."""
+    """Register the pages, ``/static/`` and the schema on ``app`` (before it starts)."""
     app.router.add_get("/", index_page, name="web-index")
+    app.router.add_get("/play/{code}", play_page, name="web-play")
     app.router.add_get("/watch/{code}", watch_page, name="web-watch")
     app.router.add_get("/races/{race_id}", race_page, name="web-race")
     app.router.add_get("/api/protocol.schema.json", protocol_schema, name="protocol-schema")

@@ -14,12 +14,13 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 from protocol.rules.cards import RANKS, SUITS
+from protocol.rules.game import Deal, Game, Rules
 
 CHROMIUM: Final = Path(os.environ.get("TRIPEAKS_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS: Final = (
@@ -127,3 +128,56 @@ async def screenshot(page: Page, name: str) -> Path:
     finally:
         await page.emulate_media(reduced_motion="no-preference")
     return path
+
+
+# ---- the player's page (/play/CODE) ---------------------------------------------
+LAPTOP: Final = {"width": 1280, "height": 800}
+_SHORT_RANKS: Final = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
+#: "Q♥" (the pages' short form, js/cards.js cardShort) -> "QH", for every card.
+CODE_FOR_SHORT: Final = {
+    _SHORT_RANKS[r] + "♣♦♥♠"[s]: RANKS[r] + SUITS[s] for r in range(13) for s in range(4)
+}
+
+
+def code_of_short(short: str) -> str:
+    """The card code of a short form such as "10♦"."""
+    return CODE_FOR_SHORT[short]
+
+
+async def new_touch_page(browser: Browser, viewport: dict[str, int] = PHONE) -> Page:
+    """:func:`new_page` on a touch screen (``tap()`` works), as a phone is."""
+    context = await browser.new_context(
+        viewport=viewport, has_touch=True, is_mobile=True  # type: ignore[arg-type]
+    )
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    page.on(
+        "console",
+        lambda message: errors.append(f"console: {message.text}")
+        if message.type == "error"
+        else None,
+    )
+    page.script_errors = errors  # type: ignore[attr-defined]
+    return page
+
+
+def views_of(race: dict[str, Any], log: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+    """Every (board, waste top) a player with this stored move log was shown."""
+    deal = Deal.from_codes(
+        Rules(wrap=race["wrap"], empty_waste=race["empty_waste"]),
+        race["peaks"],
+        race["waste"],
+        race["stock"],
+    )
+    game = Game(deal)
+    views = {(tuple(game.view().board), game.view().waste_top)}
+    for entry in log:
+        if not entry["accepted"] or entry["action"] not in {"play", "draw", "undo"}:
+            continue
+        if entry["action"] == "undo":
+            game.undo()
+        else:
+            game.push("draw" if entry["action"] == "draw" else entry["position"])
+        views.add((tuple(game.view().board), game.view().waste_top))
+    return views

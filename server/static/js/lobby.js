@@ -1,7 +1,11 @@
-// The front page: public rooms from GET /api/rooms, polled every two seconds,
-// and a box that opens /watch/CODE.
+// The front page: "Create a room" (opens it over the socket, then sends the
+// host to /play/CODE), "Join" by code, public rooms from GET /api/rooms,
+// polled every two seconds, and a box that opens /watch/CODE.
 
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
+import { buildOptionsFields, readOptions } from "./options.js";
+import { createRoom } from "./playnet.js";
+import { nameProblem, saveName, savedName } from "./seats.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 2000;
@@ -26,6 +30,12 @@ export function normaliseRoom(room) {
 
 function roomRow(room) {
   const watchable = room.allowSpectators;
+  const joinable = (room.phase === "lobby" || room.phase === "finished")
+    && (room.maxPlayers === null || room.players < room.maxPlayers);
+  const join = joinable
+    ? el("a", { class: "button", href: `/play/${encodeURIComponent(room.code)}`,
+      "aria-label": `Join room ${room.code}${room.name ? `, ${room.name}` : ""}` }, "Join")
+    : null;
   return el("tr", { "data-code": room.code }, [
     el("td", { class: "code" }, watchable
       ? el("a", { href: `/watch/${encodeURIComponent(room.code)}` }, room.code)
@@ -35,10 +45,10 @@ function roomRow(room) {
     el("td", { class: "optional" }, String(room.spectators)),
     el("td", {}, el("span", { class: "state-badge", "data-state": room.phase },
       PHASE_TEXT[room.phase] ?? room.phase)),
-    el("td", { class: "optional" }, watchable
+    el("td", { class: "optional row-actions" }, [join, watchable
       ? el("a", { class: "button", href: `/watch/${encodeURIComponent(room.code)}`,
         "aria-label": `Watch room ${room.code}${room.name ? `, ${room.name}` : ""}` }, "Watch")
-      : el("span", { class: "muted" }, "no spectators")),
+      : el("span", { class: "muted" }, "no spectators")]),
   ]);
 }
 
@@ -99,6 +109,44 @@ $("code-form").addEventListener("submit", (event) => {
     return;
   }
   location.assign(`/watch/${encodeURIComponent(code)}`);
+});
+
+$("join-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const code = $("join-code").value.trim().toUpperCase();
+  if (!CODE_PATTERN.test(code)) {
+    showMessage($("join-error"), "A room code is 1 to 16 letters and digits, like ABC234.", "error");
+    $("join-code").setAttribute("aria-invalid", "true");
+    $("join-code").focus();
+    return;
+  }
+  location.assign(`/play/${encodeURIComponent(code)}`);
+});
+
+buildOptionsFields($("create-options"), undefined, "create");
+$("player-name").value = savedName();
+$("create-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const name = $("player-name").value.trim();
+  const nameWrong = nameProblem(name);
+  const read = nameWrong ? null : readOptions($("create-options"));
+  const problem = nameWrong ?? read.problem;
+  if (problem) {
+    showMessage($("create-error"), problem, "error");
+    (nameWrong ? $("player-name") : read.input).focus();
+    return;
+  }
+  saveName(name);
+  const button = $("create-form").querySelector("button[type=submit]");
+  button.disabled = true;
+  showMessage($("create-error"), "Opening the room…", "info");
+  try {
+    const code = await createRoom(name, read.options);
+    location.assign(`/play/${encodeURIComponent(code)}`);
+  } catch (error) {
+    showMessage($("create-error"), `Could not create the room: ${error.message}.`, "error");
+    button.disabled = false;
+  }
 });
 
 let polls = 0;

@@ -6,9 +6,9 @@
 export const SUBPROTOCOL = "tripeaks.v1.json";
 export const PROTOCOL_VERSION = 1;
 const PING_EVERY_MS = 15000;
-const RETRY_MS = [500, 1000, 2000, 4000, 8000];
+export const RETRY_MS = [500, 1000, 2000, 4000, 8000];
 
-const CLOSE_TEXT = {
+export const CLOSE_TEXT = {
   1000: "the connection was closed",
   1001: "the server is shutting down",
   1002: "the server reported a protocol error",
@@ -83,11 +83,14 @@ export class Connection {
       return;
     }
     this.socket = socket;
-    socket.addEventListener("open", () => {
-      this.send({ t: "hello", name: this.name, version: PROTOCOL_VERSION, client: "web" });
-    });
+    socket.addEventListener("open", () => this.send(this.helloMessage()));
     socket.addEventListener("message", (event) => this.receive(event.data));
     socket.addEventListener("close", (event) => this.closed(socket, event));
+  }
+
+  /** The hello that opens each connection (the player's page adds its token). */
+  helloMessage() {
+    return { t: "hello", name: this.name, version: PROTOCOL_VERSION, client: "web" };
   }
 
   receive(data) {

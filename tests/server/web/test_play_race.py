@@ -1,0 +1,429 @@
+"""A whole race played from /play/CODE in a real Chromium against a real server.
+
+One module-scoped race: a host who creates the room on the front page and
+plays by clicks at 1280x800 (and reloads the page halfway), a friend on a
+phone at 390x844 who joins by the link and plays by taps, a keyboard-only
+player, and a bot.  The three browser players play the practice deal's
+winning line; a MutationObserver in the host's page records everything it
+shows, so a hidden card anywhere in its DOM would fail the scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, Page
+
+from client_cli.bot import BotSettings, RaceResults, run_bots
+from client_cli.render import HOTKEYS
+from protocol.deals.dealer import DealtGame, deal_for_seed
+from protocol.rules.game import HIDDEN, Rules
+from tests import webutil
+from tests.serverutil import RunningServer, start_server
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+PRACTICE_SEED = "web-play-1"
+RELOAD_AFTER = 12  # the host reloads the page after this many moves
+
+
+@dataclass
+class PlayedRace:
+    """What the pages showed of one race, and the race as the server stored it."""
+
+    server: RunningServer
+    host: Page
+    phone: Page
+    keys: Page
+    code: str
+    dealt: DealtGame
+    bots: RaceResults | None = None
+    race: dict[str, Any] = field(default_factory=dict)
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    before_reload: dict[str, Any] = field(default_factory=dict)
+    after_reload: dict[str, Any] = field(default_factory=dict)
+    phone_checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def _own_moves(page: Page, moves: int) -> None:
+    """Wait until the page's own board shows ``moves`` moves made (each answered)."""
+    await page.wait_for_function(
+        "n => (document.getElementById('own-counts').textContent.match(/(\\d+) moves/) || [])[1]"
+        " === String(n)",
+        arg=moves,
+        timeout=20_000,
+    )
+
+
+def _card(page: Page, step: Any) -> Any:
+    if step == "draw":
+        return page.get_by_role("button", name="Draw", exact=True)
+    return page.locator(f"#board-holder .spot[data-pos='{step}'] button")
+
+
+async def _play(page: Page, line: tuple[Any, ...], how: str, start: int = 0) -> None:
+    """Play ``line[start:]`` by clicks, taps or keys, each move waited for."""
+    for done, step in enumerate(line[start:], start=start + 1):
+        if how == "keys":
+            await page.keyboard.press("Space" if step == "draw" else HOTKEYS[step])
+        elif how == "taps":
+            await _card(page, step).tap()
+        else:
+            await _card(page, step).click()
+        await _own_moves(page, done)
+
+
+async def _board(page: Page) -> dict[str, Any]:
+    labels: dict[str, Any] = await page.evaluate(
+        """() => ({
+            board: [...document.querySelectorAll('#board-holder .spot')].map(
+                s => s.querySelector('button')?.getAttribute('aria-label') ?? null),
+            counts: document.getElementById('own-counts').textContent,
+        })"""
+    )
+    return labels
+
+
+async def _host_creates_room(page: Page, url: str) -> str:
+    await page.goto(url + "/")
+    await page.fill("#player-name", "Ann")
+    await page.fill("#create-name", "Friday race")
+    await page.locator("#create-options summary").click()
+    await page.fill("#create-practice-seed", PRACTICE_SEED)
+    await page.fill("#create-time-limit-s", "300")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.wait_for_url("**/play/*")
+    await page.locator("#lobby").wait_for(state="visible")
+    return page.url.rsplit("/", 1)[1]
+
+
+async def _phone_joins(page: Page, url: str, code: str) -> None:
+    await page.goto(f"{url}/play/{code}")
+    await page.locator("#name-input").tap()
+    await page.keyboard.type("Bea")
+    await page.get_by_role("button", name="Join", exact=True).tap()
+    await page.get_by_role("button", name="Ready", exact=True).tap()
+
+
+async def _keyboard_joins(page: Page, url: str, code: str) -> None:
+    await page.goto(f"{url}/play/{code}")
+    await page.locator("#name-input").wait_for(state="visible")
+    assert await page.evaluate("document.activeElement.id") == "name-input"
+    await page.keyboard.type("Kim")
+    await page.keyboard.press("Enter")
+    await page.get_by_role("button", name="Ready", exact=True).wait_for()
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.id") == "ready":
+            break
+    else:
+        raise AssertionError("the Ready button cannot be reached with Tab")
+    await page.keyboard.press("Enter")
+
+
+async def _refusals(page: Page, dealt: DealtGame) -> list[str]:
+    """Two moves the rules refuse, before the first real one: the reasons shown."""
+    peaks = dealt.deal.codes()["peaks"]
+    waste = dealt.deal.codes()["waste"]
+    rank = "A23456789TJQK"
+    misfit = next(
+        p
+        for p in range(18, 28)
+        if abs(rank.index(peaks[p][0]) - rank.index(waste[0])) not in (1, 12)
+    )
+    said = []
+    for step in (0, misfit):
+        await _card(page, step).click()
+        await page.wait_for_function(
+            "() => /that card/i.test(document.getElementById('say').textContent)"
+        )
+        said.append(await page.inner_text("#say"))
+        await page.evaluate("document.getElementById('say').textContent = ''")
+    return said
+
+
+async def _host_plays(played: PlayedRace, line: tuple[Any, ...]) -> None:
+    page = played.host
+    played.refusals = await _refusals(page, played.dealt)
+    await _play(page, line[:RELOAD_AFTER], "clicks")
+    played.before_reload = await _board(page)
+    played.snapshots += await page.evaluate("window.__snapshots")
+    await page.reload()
+    await _own_moves(page, RELOAD_AFTER)
+    played.after_reload = await _board(page)
+    await _play(page, line, "clicks", start=RELOAD_AFTER)
+
+
+async def _phone_plays(played: PlayedRace, line: tuple[Any, ...]) -> None:
+    page = played.phone
+    half = len(line) // 2
+    await _play(page, line[:half], "taps")
+    played.phone_checks.append(await page.evaluate(PHONE_CHECK))
+    await webutil.screenshot(page, "play-racing-phone")
+    await _play(page, line, "taps", start=half)
+    played.phone_checks.append(await page.evaluate(PHONE_CHECK))
+
+
+PHONE_CHECK = """() => {
+  const spot = document.querySelector('#board-holder .spot').getBoundingClientRect();
+  const bars = [...document.querySelectorAll('#live-standings progress')];
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    cardWidth: spot.width,
+    barsInView: bars.length > 0 && bars.every(b => {
+      const r = b.getBoundingClientRect();
+      return r.width > 0 && r.left >= 0 && r.right <= innerWidth;
+    }),
+    bars: bars.length,
+  };
+}"""
+
+#: Runs in the host's page before its scripts and records, on every change (the
+#: clock aside): its own board's labels, the waste, every card named anywhere in
+#: the document (text, any attribute, class names, short forms such as "Q♥"),
+#: and whether the results are up.
+SNAPSHOT_SCRIPT = """
+(() => {
+  window.__snapshots = [];
+  let last = "";
+  const RANKS = 'Ace|Two|Three|Four|Five|Six|Seven|Eight|Nine|Ten|Jack|Queen|King';
+  const NAME = new RegExp(`(${RANKS}) of (clubs|diamonds|hearts|spades)`, 'g');
+  const CODE = /(?<![A-Za-z0-9])[A2-9TJQK][CDHS](?![A-Za-z0-9])/g;
+  const SHORT = /(10|[2-9AJQK])[\u2663\u2666\u2665\u2660]/g;
+  const take = () => {
+    const spots = [...document.querySelectorAll('#board-holder .spot')];
+    const waste = document.querySelector('#board-holder [data-pile=waste] .card');
+    const names = new Set();
+    const codes = new Set();
+    for (const node of document.querySelectorAll('*')) {
+      for (const attr of node.attributes) {
+        for (const m of attr.value.matchAll(NAME)) names.add(m[0]);
+        for (const m of attr.value.matchAll(CODE)) codes.add(m[0]);
+      }
+    }
+    const text = document.body ? document.body.textContent : '';
+    for (const m of text.matchAll(NAME)) names.add(m[0]);
+    const shorts = [...text.matchAll(SHORT)].map(m => m[0]);
+    const results = document.getElementById('results');
+    const snapshot = {
+      over: results ? !results.hidden : false,
+      board: spots.map(s => s.querySelector('button')?.getAttribute('aria-label') ?? null),
+      waste: waste ? waste.getAttribute('aria-label') : null,
+      names: [...names].sort(), codes: [...codes].sort(), shorts,
+    };
+    const json = JSON.stringify(snapshot);
+    if (json !== last) { last = json; window.__snapshots.push(snapshot); }
+  };
+  const onlyClock = (records) => records.every((r) => {
+    const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+    return node && node.closest('#clock');
+  });
+  new MutationObserver((records) => { if (!onlyClock(records)) take(); })
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+})();
+"""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def played(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PlayedRace]:
+    """A whole race from the browser: three browser players and a bot."""
+    webutil.require_chromium()
+    server = await start_server(tmp_path_factory.mktemp("web-play"))
+    try:
+        async with webutil.open_browser() as browser:
+            yield await _race(server, browser)
+    finally:
+        await server.stop()
+
+
+async def _race(server: RunningServer, browser: Browser) -> PlayedRace:
+    dealt = await asyncio.to_thread(deal_for_seed, PRACTICE_SEED, Rules())
+    host = await webutil.new_page(browser, webutil.LAPTOP)
+    await host.add_init_script(SNAPSHOT_SCRIPT)
+    code = await _host_creates_room(host, server.url)
+    phone = await webutil.new_touch_page(browser, webutil.PHONE)
+    keys = await webutil.new_page(browser, webutil.LAPTOP)
+    played = PlayedRace(server, host, phone, keys, code, dealt)
+    await _phone_joins(phone, server.url, code)
+    await _keyboard_joins(keys, server.url, code)
+    bots = asyncio.create_task(
+        run_bots(server.ws_url, 1, room=code, pace=8.0, settings=BotSettings(name_prefix="Bot "))
+    )
+    await host.wait_for_function(
+        "() => document.querySelectorAll('#members tr[data-ready=true]').length === 3"
+    )
+    await webutil.screenshot(host, "play-lobby-laptop")
+    await host.get_by_role("button", name="Start race", exact=True).click()
+    await host.locator("#countdown").wait_for(state="visible")
+    await host.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    await phone.locator("#board-holder .spot[data-state=up]").first.wait_for(timeout=20_000)
+    line = dealt.solution
+    await asyncio.gather(
+        _host_plays(played, line), _phone_plays(played, line), _play(keys, line, "keys")
+    )
+    played.bots = await asyncio.wait_for(bots, 300)
+    for page in (host, phone, keys):
+        await page.locator("#results").wait_for(state="visible", timeout=60_000)
+        await page.wait_for_function(
+            "() => ['commit-check', 'deal-check'].every(id => "
+            "document.getElementById(id).dataset.ok === 'true')"
+        )
+    await webutil.screenshot(host, "play-results-laptop")
+    played.snapshots += await host.evaluate("window.__snapshots")
+    href = await host.get_attribute("#race-link", "href")
+    assert href
+    async with aiohttp.ClientSession() as http, http.get(server.url + "/api" + href) as response:
+        assert response.status == 200
+        played.race = await response.json()
+    return played
+
+
+# ---- the race -------------------------------------------------------------------
+async def test_three_browser_players_and_a_bot_race_to_the_end(played: PlayedRace) -> None:
+    assert played.bots is not None and played.bots.ok, played.bots and played.bots.errors
+    players = {p["name"]: p for p in played.race["players"]}
+    assert set(players) == {"Ann", "Bea", "Kim", "Bot 1"}
+    for name in ("Ann", "Bea", "Kim"):
+        assert players[name]["status"] == "finished"
+        assert players[name]["cleared"] == 28
+    assert played.race["room_code"] == played.code
+    assert played.race["practice"] is True
+
+
+def _format_ms(ms: int) -> str:
+    tenths = ms // 100
+    return f"{tenths // 600}:{tenths // 10 % 60:02d}.{tenths % 10}"
+
+
+async def test_every_page_shows_the_standings_of_the_stored_race(played: PlayedRace) -> None:
+    expected = []
+    for p in played.race["players"]:
+        time_text = _format_ms(p["finish_ms"]) if p["status"] == "finished" else p["status"]
+        expected.append([p["player_id"], str(p["rank"]), time_text, str(p["cleared"]),
+                         str(p["moves"])])
+    for page in (played.host, played.phone, played.keys):
+        rows = await page.eval_on_selector_all(
+            "#standings tbody tr",
+            "rows => rows.map(r => [r.dataset.player, r.cells[0].innerText, r.cells[2].innerText,"
+            " r.cells[3].innerText, r.cells[4].textContent])",
+        )
+        assert rows == expected
+        live = await page.eval_on_selector_all(
+            "#live-standings li", "items => items.map(i => i.dataset.player)"
+        )
+        assert live == [p["player_id"] for p in played.race["players"]]
+        assert webutil.script_errors(page) == []
+    said = await played.host.inner_text("#say")
+    ann = next(p for p in played.race["players"] if p["name"] == "Ann")
+    assert said.startswith("Race over: you came ")
+    assert f"in {_format_ms(ann['finish_ms'])}" in said
+
+
+async def test_a_reload_mid_race_resumes_the_seat_with_every_move_kept(
+    played: PlayedRace,
+) -> None:
+    assert played.before_reload["counts"].endswith(f"{RELOAD_AFTER} moves · 0 undos")
+    assert played.after_reload == played.before_reload
+    ann = next(p for p in played.race["players"] if p["name"] == "Ann")
+    accepted = [e for e in ann["log"] if e["accepted"]]
+    assert len(accepted) == len(played.dealt.solution)
+    # The reload kept the seat: one player id for the whole race, no move twice.
+    assert ann["moves"] == len(played.dealt.solution)
+
+
+async def test_a_refused_move_is_explained_in_the_rules_words(played: PlayedRace) -> None:
+    covered, misfit = played.refusals
+    assert covered == "That card is still covered."
+    assert misfit.endswith(": that card is not one rank above or below the waste card.")
+    assert webutil.CARD_LABEL_RE.match(misfit)
+
+
+async def test_the_phone_plays_by_taps_without_sideways_scrolling(played: PlayedRace) -> None:
+    assert len(played.phone_checks) == 2
+    for check in played.phone_checks:
+        assert check["scrollWidth"] <= webutil.PHONE["width"]
+        assert check["cardWidth"] >= 34
+        assert check["barsInView"] and check["bars"] == 4
+    bea = next(p for p in played.race["players"] if p["name"] == "Bea")
+    assert bea["status"] == "finished"
+
+
+async def test_the_keyboard_only_player_finishes_the_race(played: PlayedRace) -> None:
+    kim = next(p for p in played.race["players"] if p["name"] == "Kim")
+    assert kim["status"] == "finished"
+    assert kim["moves"] == len(played.dealt.solution)
+
+
+# ---- hidden cards ---------------------------------------------------------------
+def _views(race: dict[str, Any], name: str) -> set[tuple[Any, ...]]:
+    player = next(p for p in race["players"] if p["name"] == name)
+    return webutil.views_of(race, player["log"])
+
+
+def play_page_leaks(race: dict[str, Any], snapshots: list[dict[str, Any]]) -> list[str]:
+    """Every way the host's recorded page showed a card Ann had not uncovered."""
+    views = _views(race, "Ann")
+    blank = ((HIDDEN,) * 28, None)
+    leaks = []
+    for index, snapshot in enumerate(s for s in snapshots if not s["over"] and s["board"]):
+        board = tuple(
+            None if label is None else HIDDEN if label == "face-down card"
+            else webutil.CODE_FOR_LABEL[label]
+            for label in snapshot["board"]
+        )
+        waste = snapshot["waste"]
+        top = webutil.CODE_FOR_LABEL[waste.removeprefix("waste: ")] if waste and \
+            waste.startswith("waste: ") else None
+        if (board, top) != blank and (board, top) not in views:
+            leaks.append(f"snapshot {index}: a board Ann never had")
+        shown = {c for c in board if c not in (None, HIDDEN)} | ({top} if top else set())
+        named = {webutil.CODE_FOR_LABEL[n] for n in snapshot["names"]}
+        named |= set(snapshot["codes"]) | {webutil.code_of_short(s) for s in snapshot["shorts"]}
+        if not named <= shown:
+            leaks.append(f"snapshot {index}: cards named off the board: {sorted(named - shown)}")
+    return leaks
+
+
+async def test_the_player_page_never_holds_a_card_not_yet_uncovered(played: PlayedRace) -> None:
+    racing = [s for s in played.snapshots if not s["over"]]
+    assert len(racing) >= len(played.dealt.solution)
+    leaks = play_page_leaks(played.race, played.snapshots)
+    assert leaks == [], [played.snapshots[int(leak.split()[1][:-1])] for leak in leaks[:2]]
+
+
+async def test_the_leak_scan_catches_a_covered_card_and_a_stray_name(played: PlayedRace) -> None:
+    race = played.race
+    first = next(s for s in played.snapshots if s["board"] and s["board"][18] != "face-down card")
+    snapshot = copy.deepcopy(first)
+    snapshot["board"][0] = webutil.LABEL_FOR_CODE[race["peaks"][0]]
+    assert play_page_leaks(race, [snapshot]) == ["snapshot 0: a board Ann never had"]
+    snapshot = copy.deepcopy(first)
+    snapshot["codes"].append(race["stock"][-1])
+    assert play_page_leaks(race, [snapshot]) == [
+        f"snapshot 0: cards named off the board: {[race['stock'][-1]]}"
+    ]
+
+
+# ---- after the race --------------------------------------------------------------
+async def test_the_results_check_the_seed_and_offer_a_rematch(played: PlayedRace) -> None:
+    page = played.host
+    assert await page.inner_text("#seed") == played.race["seed"]
+    assert (await page.inner_text("#commit-check")).startswith("✔")
+    rematch = page.get_by_role("button", name="Rematch", exact=True)
+    await rematch.click()
+    assert await rematch.get_attribute("aria-pressed") == "true"
+    await page.wait_for_function(
+        "() => document.querySelector('#members tr[data-ready=true]') !== null"
+    )
+    assert "Rematch when" in await page.inner_text("#rematch-note")
+    await page.get_by_role("button", name="▶ Replay the winning line").click()
+    await page.locator("#solution").wait_for(state="visible")
+    await webutil.screenshot(played.phone, "play-results-phone")
