@@ -6,7 +6,7 @@ import { el } from "./dom.js";
 
 export const DEFAULT_OPTIONS = Object.freeze({
   name: "TriPeaks race", public: false, max_players: 8, allow_spectators: true,
-  spectator_delay_s: 0, wrap: true, empty_waste: false, undo: "penalty", undo_penalty_s: 5,
+  spectator_delay_s: 0, open_boards: false, wrap: true, empty_waste: false, undo: "penalty", undo_penalty_s: 5,
   countdown_s: 3, time_limit_s: 0, difficulty: "any", practice_seed: null,
 });
 
@@ -24,6 +24,7 @@ const FIELDS = [
   ["time_limit_s", "Time limit (seconds, 0: none)", "number", { min: 0, max: 3600 }],
   ["allow_spectators", "Spectators may watch", "check"],
   ["spectator_delay_s", "Spectator delay (seconds)", "number", { min: 0, max: 600 }],
+  ["open_boards", "Open boards for a broadcast (needs a spectator delay of 30 s or more)", "check"],
   ["practice_seed", "Practice seed (optional: a known deal)", "text", { max: 64, optional: true }],
 ];
 const SHOWN = 2;
@@ -104,6 +105,9 @@ export function describeOptions(o) {
     ["Time limit", o.time_limit_s ? `${o.time_limit_s} s` : "none"],
     ["Spectators", o.allow_spectators ? (o.spectator_delay_s ? `allowed, ${o.spectator_delay_s} s behind` : "allowed") : "not allowed"],
   ];
+  if (o.allow_spectators) {
+    rows.push(["Boards", o.open_boards ? "open to spectators" : "a card shows once every racer has seen it"]);
+  }
   if (o.practice_seed) rows.push(["Practice seed", o.practice_seed]);
   return rows;
 }
