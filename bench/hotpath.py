@@ -62,6 +62,9 @@ class _Sink:
     def close(self) -> None:
         pass
 
+    def abort(self) -> None:
+        pass
+
 
 class _OpenSocket:
     closed = False
