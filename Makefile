@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load clean
+.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load bench-abuse clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,13 +40,16 @@ test-core: $(TEST_STAMP)
 	$(BIN)/ruff check protocol server/race tools $(CORE_TESTS)
 	$(BIN)/python -m pytest -q $(CORE_TESTS)
 
-bench: bench-solver bench-load
+bench: bench-solver bench-load bench-abuse
 
 bench-solver: $(TEST_STAMP)
 	$(BIN)/python -m bench.solver
 
 bench-load: $(TEST_STAMP)
 	$(BIN)/python -m bench.load
+
+bench-abuse: $(TEST_STAMP)
+	$(BIN)/python -m bench.abuse
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

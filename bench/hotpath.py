@@ -65,6 +65,9 @@ class _Sink:
     def abort(self) -> None:
         pass
 
+    def pause_reading(self) -> None:
+        pass
+
 
 class _OpenSocket:
     closed = False

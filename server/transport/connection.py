@@ -45,6 +45,8 @@ from server.transport.framing import (
 MAX_OUTBOX: Final = 2000
 #: Seconds a connection given up on may take to flush before its socket is cut.
 ABORT_AFTER_S: Final = 2.0
+#: Seconds an abusive peer has to read its close frame; nothing it sends is read.
+ABUSE_LINGER_S: Final = 1.0
 
 Frame = bytes | str
 
@@ -61,6 +63,8 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
     def abort(self) -> None: ...
+
+    def pause_reading(self) -> None: ...
 
 
 class Reader(Protocol):
@@ -185,22 +189,34 @@ class Connection:
         else:
             asyncio.get_running_loop().create_task(self.ws.close())
 
-    def give_up(self, code: CloseCode, reason: str) -> None:
-        """Close with ``code`` without waiting: the close frame follows what the socket
-        holds, and the socket is cut if that is not out within :data:`ABORT_AFTER_S`."""
-        if self.closed and self.transport is not None and self.transport.is_closing():
+    def give_up(self, code: CloseCode, reason: str = "", *, linger_s: float = 0.0) -> None:
+        """Close with ``code`` without waiting for the peer, reading nothing more from it.
+
+        ``closing`` and the close frame follow what the socket holds; the socket
+        closes ``linger_s`` later (time for the peer to read them: closing with unread
+        bytes resets it) and is cut if it has not flushed within :data:`ABORT_AFTER_S`.
+        Queued frames are dropped.
+        """
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.ws.closed:
+            self.drop()
             return
         self.closed = True
         self.outbox.clear()
         self.staged.clear()
-        transport = self.transport
-        if transport is None:
-            asyncio.get_running_loop().create_task(self.ws.close(code=code))
-            return
-        if not transport.is_closing():
-            transport.write(close_frame(int(code), reason.encode()[:120]))
-            transport.close()  # flushes what it holds, then closes
-        asyncio.get_running_loop().call_later(ABORT_AFTER_S, transport.abort)
+        text = (reason or CLOSE_TEXT[code])[:120]
+        closing = encode(Closing(int(code), text), self.encoding)
+        data, opcode = (closing.encode(), OP_TEXT) if isinstance(closing, str) else (
+            closing, OP_BINARY
+        )
+        transport.write(frame_header(opcode, len(data)) + data)
+        transport.write(close_frame(int(code), text.encode()[:120]))
+        transport.pause_reading()
+        if isinstance(self.ws, DirectResponse):
+            self.ws.stop_reading()
+        loop = asyncio.get_running_loop()
+        loop.call_later(linger_s, transport.close)  # flushes what it holds, then closes
+        loop.call_later(linger_s + ABORT_AFTER_S, transport.abort)
 
     def _kick(self) -> None:
         self.kick_pending = False
@@ -308,13 +324,16 @@ class Connection:
                 self.reading = False
             if self.outbox:
                 await self.write_pending()
+            if close_code is CloseCode.POLICY_VIOLATION:  # abuse: read nothing more
+                self.give_up(close_code, linger_s=ABUSE_LINGER_S)
+                return False
             if close_code is not None:
                 await self.close(close_code)
         elif msg.type is WSMsgType.PING or msg.type is WSMsgType.PONG:
             # Control frames cost credit like any frame: a ping flood is refused and closed.
             allowed = reader.on_control()
             if isinstance(allowed, CloseCode):
-                await self.close(allowed)
+                self.give_up(allowed, linger_s=ABUSE_LINGER_S)
                 return False
             if allowed and msg.type is WSMsgType.PING:
                 with contextlib.suppress(ConnectionError, RuntimeError):

@@ -70,8 +70,12 @@ class MaskedReader(WebSocketReader):
         self.left = 0
         self.head = b""
         self.refused = False
+        #: Set when the server gave up on the connection: whatever comes is dropped.
+        self.stopped = False
 
     def feed_data(self, data: Any) -> tuple[bool, bytes]:
+        if self.stopped:
+            return False, b""
         if type(data) is not bytes:
             data = bytes(data)
         if self.refused:
@@ -116,6 +120,13 @@ class DirectResponse(web.WebSocketResponse):
     """A ``WebSocketResponse`` whose parser feeds a :class:`DirectQueue` (see the module)."""
 
     direct: DirectQueue | None = None
+    masked: MaskedReader | None = None
+
+    def stop_reading(self) -> None:
+        """Parse nothing more: the server gave up on this peer (a flood must not be read
+        on while aiohttp's close waits for the peer's close frame)."""
+        if self.masked is not None:
+            self.masked.stopped = True
 
     def _post_start(self, request: web.BaseRequest, protocol: str | None, writer: Any) -> None:
         handler: Any = request.protocol
@@ -142,4 +153,4 @@ class DirectResponse(web.WebSocketResponse):
         handler._message_tail = tail or b""
         set_parser(parser, callback)
         self._reader, self._parser = queue, parser
-        self.direct = queue
+        self.direct, self.masked = queue, parser

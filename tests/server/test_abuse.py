@@ -367,6 +367,8 @@ async def _paced(client: TestClient, per_s: float, seconds: float) -> tuple[int 
                 await client.send(m.Ping(sent))
             await asyncio.sleep(0.002)
     elapsed = loop.time() - started
+    # The sends may see the close first: give the reader a moment to read it.
+    await asyncio.wait([reader], timeout=2)
     if not reader.done():
         reader.cancel()
         return None, pongs, elapsed

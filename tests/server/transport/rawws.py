@@ -60,9 +60,11 @@ class RawClient:
         subprotocol: str = codec.SUBPROTOCOL_MSGPACK,
         *,
         receive_buffer: int | None = None,
+        forwarded_for: str | None = None,
     ) -> RawClient:
         """Connect and upgrade; ``receive_buffer`` shrinks the socket's (a client that
-        stops reading then holds little in its kernel)."""
+        stops reading then holds little in its kernel); ``forwarded_for`` is sent as
+        ``X-Forwarded-For`` (believed by a server that trusts 127.0.0.1)."""
         host, port = ws_url.removeprefix("ws://").split("/")[0].rsplit(":", 1)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if receive_buffer is not None:
@@ -72,13 +74,16 @@ class RawClient:
         limit = receive_buffer or 2**16
         reader, writer = await asyncio.open_connection(sock=sock, limit=limit)
         key = base64.b64encode(os.urandom(16)).decode()
+        extra = f"X-Forwarded-For: {forwarded_for}\r\n" if forwarded_for else ""
         writer.write(
             f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-            f"Sec-WebSocket-Protocol: {subprotocol}\r\n\r\n".encode()
+            f"Sec-WebSocket-Protocol: {subprotocol}\r\n{extra}\r\n".encode()
         )
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-        assert head.startswith(b"HTTP/1.1 101"), head
+        if not head.startswith(b"HTTP/1.1 101"):
+            writer.close()
+            raise ConnectionRefusedError(head.split(b"\r\n")[0].decode())
         client = cls(reader, writer)
         if subprotocol == codec.SUBPROTOCOL_JSON:
             client.encoding = codec.Encoding.JSON
