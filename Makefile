@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load screenshots clean
+.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load bench-abuse screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,13 +44,16 @@ test-core: $(TEST_STAMP)
 screenshots: $(TEST_STAMP)
 	$(BIN)/python -m tools.screenshots docs/img
 
-bench: bench-solver bench-load
+bench: bench-solver bench-load bench-abuse
 
 bench-solver: $(TEST_STAMP)
 	$(BIN)/python -m bench.solver
 
 bench-load: $(TEST_STAMP)
 	$(BIN)/python -m bench.load
+
+bench-abuse: $(TEST_STAMP)
+	$(BIN)/python -m bench.abuse
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

@@ -62,6 +62,12 @@ class _Sink:
     def close(self) -> None:
         pass
 
+    def abort(self) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
 
 class _OpenSocket:
     closed = False

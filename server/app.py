@@ -18,18 +18,16 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Final, cast
 
 from aiohttp import web
 
 from protocol.wire import codec
-from protocol.wire import messages as m
-from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs, metrics
 from server.config import Settings
 from server.hub import Hub
-from server.race.ratelimit import AddressLimiter, CreditBucket
+from server.race.ratelimit import AddressLimiter
+from server.reader import ConnectionReader
 from server.storage.store import RaceStore
 from server.transport.clientaddr import client_address
 from server.transport.connection import Connection, Transport
@@ -225,7 +223,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     ws = DirectResponse(
         protocols=(chosen,),
         compress=False,  # permessage-deflate costs ~100 KiB per connection; frames are tiny
-        max_msg_size=settings.max_frame_bytes,
+        max_msg_size=settings.max_frame_bytes + 1,  # aiohttp refuses a frame of its limit
         # The hub's heartbeat (server.transport.heartbeat) pings; pongs reach the loop.
         autoping=False,
     )
@@ -234,7 +232,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     transport = cast("Transport | None", request.transport)
     encoding = codec.encoding_for(chosen)
     conn = Connection(ws, encoding, address, hub.next_conn_id(), hub.batch, transport)
-    reader = _Reader(hub, conn, hub.connect(conn), settings)
+    reader = ConnectionReader(hub, conn, hub.connect(conn), settings)
     logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
     try:
         await conn.serve(reader, hub.now_ms)
@@ -256,97 +254,3 @@ def _no_subprotocol(address: str) -> web.Response:
     supported = list(codec.SUBPROTOCOLS)
     message = "none of the offered subprotocols is supported; offer " + " or ".join(supported)
     return web.json_response({"error": message, "subprotocols": supported}, status=400)
-
-
-#: Messages that end a player's part are never dropped for lack of credit:
-#: losing a ``resign`` would leave a race waiting for a player who has gone.
-_ALWAYS_HANDLED: Final = (m.Resign, m.Leave)
-
-
-@dataclass(eq=False, slots=True)
-class _Reader:
-    """What one connection's frames mean: its credit, its bad frames, and the hub's answer."""
-
-    hub: Hub
-    conn: Connection
-    bucket: CreditBucket
-    settings: Settings
-    bad_frames: int = 0
-
-    def deadline(self) -> tuple[float, CloseCode] | None:
-        """Before ``hello`` and outside a room a silent connection is closed."""
-        session = self.hub.lobby.session_of(self.conn)
-        if session is None:
-            return self.settings.hello_timeout_s, CloseCode.HELLO_TIMEOUT
-        if session.room is None:
-            return self.settings.idle_timeout_s, CloseCode.IDLE_TIMEOUT
-        # In a room, a quiet spectator is normal: the heartbeat finds dead sockets.
-        return None
-
-    def on_direct(self, frame: bytes | str) -> bool:
-        """A move straight from aiohttp's parser (:mod:`server.transport.direct`); False queues it.
-
-        Only what :meth:`on_frame` would answer on the fast path is taken here, so
-        replies are the same either way.  A frame without credit is queued without
-        spending, and :meth:`on_frame` then refuses it and counts the strike.
-        """
-        conn = self.conn
-        if conn.closed:
-            return False
-        now = self.hub.now_ms()
-        if not self.bucket.has_credit(now) or not self._fast_move(frame, now):
-            return False
-        self.bucket.spend(now)
-        conn.last_seen_ms = now
-        return True
-
-    def _fast_move(self, frame: bytes | str, now: int) -> bool:
-        """:meth:`Hub.fast_move` for a msgpack frame; True when it answered (a failure included)."""
-        if type(frame) is not bytes or self.conn.encoding is not codec.Encoding.MSGPACK:
-            return False
-        try:
-            return self.hub.fast_move(self.conn, frame, now)
-        except Exception:
-            logs.failure("handler_failed", conn=self.conn.conn_id, message=m.MoveRequest.TAG)
-            self.hub.error(self.conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
-            return True
-
-    def on_frame(self, frame: bytes | str) -> CloseCode | None:
-        """Handle one data frame; returns the close code when the connection must go."""
-        hub, conn = self.hub, self.conn
-        now = conn.last_seen_ms = hub.now_ms()
-        limited = not self.bucket.spend(now)
-        if not limited and self._fast_move(frame, now):
-            return None
-        if limited and self.bucket.is_abusive(self.settings.abuse_strikes):
-            hub.error(conn, ErrorCode.RATE_LIMITED)
-            logs.event("abuse_closed", conn=conn.conn_id, address=conn.address)
-            return CloseCode.POLICY_VIOLATION
-        try:
-            message = codec.decode(frame, conn.encoding)
-        except ProtocolError as exc:
-            if limited:
-                hub.error(conn, ErrorCode.RATE_LIMITED)
-                return None
-            return self._bad_frame(exc)
-        if limited and not isinstance(message, _ALWAYS_HANDLED):
-            seq = message.seq if isinstance(message, m.MoveRequest) else None
-            hub.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG, seq=seq)
-            return None
-        try:
-            hub.handle(conn, message)
-        except Exception:
-            # Nothing a client sends may take the server down: report and carry on.
-            logs.failure("handler_failed", conn=conn.conn_id, message=message.TAG)
-            hub.error(conn, ErrorCode.INTERNAL_ERROR, ref=message.TAG)
-        return None
-
-    def _bad_frame(self, exc: ProtocolError) -> CloseCode | None:
-        self.bad_frames += 1
-        self.hub.error(self.conn, exc.code, exc.message, ref=exc.tag, seq=exc.seq)
-        if exc.code is ErrorCode.UNSUPPORTED_VERSION:
-            return CloseCode.UNSUPPORTED_VERSION
-        if self.bad_frames >= self.settings.bad_frame_limit:
-            logs.event("too_many_bad_frames", conn=self.conn.conn_id, address=self.conn.address)
-            return CloseCode.TOO_MANY_ERRORS
-        return None

@@ -51,13 +51,26 @@ class Settings:
     reconnect_grace_s: float = field(default=60.0, metadata=_doc("seat kept after a drop"))
     empty_room_grace_s: float = field(default=30.0, metadata=_doc("empty room lifetime"))
     progress_hz: float = field(default=4.0, metadata=_doc("max progress frames/s per room"))
-    max_frame_bytes: int = field(default=65536, metadata=_doc("hard frame cap: close 1009"))
-    bad_frame_limit: int = field(default=10, metadata=_doc("bad frames before close 1008"))
+    max_frame_bytes: int = field(default=65536, metadata=_doc("largest frame (bigger: close 1009)"))
+    bad_frame_limit: int = field(default=10, metadata=_doc("bad frames before close 4004"))
     player_rate: float = field(default=30.0, metadata=_doc("player credits refilled per s"))
     player_burst: float = field(default=60.0, metadata=_doc("player credit bucket size"))
     spectator_rate: float = field(default=2.0, metadata=_doc("spectator credits per s"))
     spectator_burst: float = field(default=10.0, metadata=_doc("spectator bucket size"))
-    abuse_strikes: int = field(default=20, metadata=_doc("rate-limited frames before 1008"))
+    abuse_strikes: int = field(
+        default=20, metadata=_doc("frames refused for credit in a window before 1008")
+    )
+    abuse_share: float = field(
+        default=0.5, metadata=_doc("share of a window's frames refused that closes 1008")
+    )
+    abuse_window_s: float = field(default=2.0, metadata=_doc("window of the abuse rule"))
+    address_players: float = field(
+        default=10.0, metadata=_doc("players' credit one address shares across connections")
+    )
+    join_failure_rate: float = field(
+        default=0.2, metadata=_doc("failed joins (106) per s per address before 1008")
+    )
+    join_failure_burst: float = field(default=10.0, metadata=_doc("failed joins burst per address"))
     connect_rate: float = field(default=5.0, metadata=_doc("new connections per s per address"))
     connect_burst: float = field(default=50.0, metadata=_doc("connection burst per address"))
     rooms_per_connection: int = field(default=5, metadata=_doc("rooms one connection may open"))
@@ -79,6 +92,10 @@ class Settings:
                 raise SettingsError(f"{spec.name} must not be negative, got {value}")
         if self.progress_hz <= 0:
             raise SettingsError("progress_hz must be positive")
+        if not 0 < self.abuse_share <= 1:
+            raise SettingsError(f"abuse_share must be in (0, 1], got {self.abuse_share}")
+        if self.abuse_window_s <= 0:
+            raise SettingsError("abuse_window_s must be positive")
         self.proxy_networks()  # validates the list
 
     def proxy_networks(self) -> tuple[IPNetwork, ...]:

@@ -5,7 +5,8 @@ room registry, the life-cycle check) and :mod:`server.race.room` (each
 room).  The hub carries out what they return: frames encoded once per
 encoding and sent to many, timers set on the event loop, deals computed in
 worker processes, races stored, logs and metrics.  It holds each
-connection's credit bucket and the write batch its connections share.
+connection's credit bucket (its player's once it said ``hello``), the
+buckets keyed by client address, and the write batch its connections share.
 
 A racing player's plain msgpack ``move`` skips the general path
 (:meth:`Hub.fast_move`): the general path's full decode, output list and
@@ -57,7 +58,7 @@ from server.race.outputs import (
     ToPlayers,
     ToSpectators,
 )
-from server.race.ratelimit import CreditBucket
+from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
@@ -121,8 +122,17 @@ class Hub:
         limits = Limits(settings.rooms_per_connection, settings.max_rooms)
         self.lobby: Lobby[Connection] = Lobby(limits, self.timings)
         self.handles: dict[str, RoomHandle] = {}
-        #: Open connections, each with its credit bucket.
+        #: Open connections, each with the credit bucket it spends from.
         self.connections: dict[Connection, CreditBucket] = {}
+        shared = settings.address_players
+        #: The credit all connections from one address share.
+        self.address_credit = AddressLimiter(
+            settings.player_rate * shared, settings.player_burst * shared
+        )
+        #: Failed joins (error 106) per address: guessing room codes is expensive.
+        self.join_failures = AddressLimiter(
+            settings.join_failure_rate, settings.join_failure_burst
+        )
         #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
         self.batch = WriteBatch()
         self.closing = False
@@ -191,6 +201,11 @@ class Hub:
         """Send an ``error`` reply and count it."""
         self.metrics.protocol_errors.labels(code=str(int(code))).inc()
         self.reply(conn, codec.error_reply(ProtocolError(code, detail, tag=ref, seq=seq)))
+
+    def count_error(self, code: ErrorCode) -> None:
+        """Count an ``error`` reply sent ready-made (see :mod:`server.reader`)."""
+        self.metrics.protocol_errors.labels(code=str(int(code))).inc()
+        self.metrics.hot.frames_sent += 1
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
         """Send one message to many: encoded at most once per encoding."""
@@ -429,7 +444,9 @@ class Hub:
     def connect(self, conn: Connection) -> CreditBucket:
         """Register a freshly opened connection; its credit bucket."""
         now = self.now_ms()
-        bucket = CreditBucket.full(self.settings.player_rate, self.settings.player_burst, now)
+        settings = self.settings
+        window_ms = max(1, int(settings.abuse_window_s * 1000))
+        bucket = CreditBucket.full(settings.player_rate, settings.player_burst, now, window_ms)
         conn.last_seen_ms = now
         self.connections[conn] = bucket
         self.metrics.connections_opened.inc()
@@ -500,23 +517,27 @@ class Hub:
         self.metrics.move_seconds.observe(time.perf_counter() - started)
 
     # ---- messages ----------------------------------------------------------------
-    def handle(self, conn: Connection, message: m.ClientMessage) -> None:
-        """Check one decoded message against the life cycle and act on it."""
+    def handle(self, conn: Connection, message: m.ClientMessage) -> CloseCode | None:
+        """Check one decoded message against the life cycle and act on it; the close code
+        when the connection must go."""
         refusal = self.lobby.refusal(conn, message.TAG)
         seq = message.seq if isinstance(message, m.MoveRequest) else None
         if refusal is not None:
             self.error(conn, refusal, ref=message.TAG, seq=seq)
-            return
+            return None
         if self.closing and not isinstance(message, m.Ping):
             self.error(conn, ErrorCode.SHUTTING_DOWN, ref=message.TAG, seq=seq)
-            return
+            return None
         call = self._calls.get(type(message), self._room_call)
         try:
-            call(conn, message, self.now_ms())
+            return call(conn, message, self.now_ms())
         except ProtocolError as exc:
             self.error(conn, exc.code, exc.message, ref=message.TAG, seq=exc.seq or seq)
+            return None
 
-    def _message_table(self) -> dict[type[Any], Callable[[Connection, Any, int], None]]:
+    def _message_table(
+        self,
+    ) -> dict[type[Any], Callable[[Connection, Any, int], CloseCode | None]]:
         lobby = self.lobby
         return {
             m.Hello: self._hello,
@@ -527,13 +548,25 @@ class Hub:
             m.CreateRoom: lambda conn, msg, now: self.apply(
                 conn, lobby.create_room(conn, msg.options, iter(ids.room_code, ""), now)
             ),
-            m.Join: lambda conn, msg, now: self.apply(
-                conn, lobby.join(conn, msg, ids.normalize_room_code(msg.code), now)
-            ),
+            m.Join: self._join,
             m.Sync: lambda conn, msg, now: self.apply(conn, lobby.sync(conn, now)),
             m.MoveRequest: self._move,
             m.UpdateOptions: self._update_options,
         }
+
+    def _join(self, conn: Connection, join: m.Join, now: int) -> CloseCode | None:
+        """A ``join``; one that names no room spends the address's failed-join credit."""
+        try:
+            self.apply(conn, self.lobby.join(conn, join, ids.normalize_room_code(join.code), now))
+        except ProtocolError as exc:
+            if exc.code is not ErrorCode.ROOM_NOT_FOUND or self.join_failures.allow(
+                conn.address, now
+            ):
+                raise
+            self.error(conn, exc.code, exc.message, ref=join.TAG)
+            logs.event("join_failures_closed", conn=conn.conn_id, address=conn.address)
+            return CloseCode.POLICY_VIOLATION
+        return None
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
         new = NewPlayer(ids.player_id(), ids.reconnect_token())

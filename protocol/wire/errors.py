@@ -129,6 +129,7 @@ class CloseCode(enum.IntEnum):
     GOING_AWAY = 1001
     PROTOCOL_ERROR = 1002
     UNSUPPORTED_DATA = 1003
+    INVALID_PAYLOAD = 1007
     POLICY_VIOLATION = 1008
     MESSAGE_TOO_BIG = 1009
     INTERNAL_ERROR = 1011
@@ -146,6 +147,7 @@ CLOSE_TEXT: Final[dict[CloseCode, str]] = {
     CloseCode.GOING_AWAY: "server shutting down",
     CloseCode.PROTOCOL_ERROR: "protocol error",
     CloseCode.UNSUPPORTED_DATA: "wrong frame type for the subprotocol",
+    CloseCode.INVALID_PAYLOAD: "a text frame that is not valid UTF-8",
     CloseCode.POLICY_VIOLATION: "abuse or repeated rate-limit violations",
     CloseCode.MESSAGE_TOO_BIG: "frame over the size limit",
     CloseCode.INTERNAL_ERROR: "internal server error",

@@ -36,6 +36,7 @@ from server.race.outputs import (
     Send,
     Snapshot,
 )
+from server.race.ratelimit import CreditBucket
 from server.race.room import Room
 from server.race.room_types import Identity, RoomTimings
 
@@ -52,6 +53,9 @@ class Session(Generic[C]):
     token: str
     conn: C | None = None
     room: str | None = None
+    #: The player's credit (set by the shell at the first ``hello``): it follows the
+    #: player across connections, so reconnecting never refills it.
+    credit: CreditBucket | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,10 @@ A frame is written to the socket at once when nothing is waiting before it
 and the socket takes data (hand-framed, :mod:`server.transport.framing`).
 Otherwise it is queued and written by a short-lived task that waits for the
 socket, so a broadcast never waits on one slow reader and frames keep their
-order.  A reader that falls :data:`MAX_OUTBOX` frames behind is disconnected.
+order.  A reader that falls :data:`MAX_OUTBOX` frames behind is given up on:
+the close frame is written after what its socket holds, and the socket is
+cut if that has not gone out within :data:`ABORT_AFTER_S` (a peer that never
+reads would otherwise hold it for good).
 
 The connection knows nothing of players or rooms: :meth:`Connection.serve`
 hands each data frame to a :class:`Reader` (the server's side of the
@@ -29,10 +32,21 @@ from protocol.wire.errors import CLOSE_TEXT, CloseCode
 from protocol.wire.messages import Closing
 from server import logs
 from server.transport.direct import DirectResponse, FrameHook
-from server.transport.framing import OP_BINARY, OP_PING, OP_TEXT, WriteBatch, frame_header
+from server.transport.framing import (
+    OP_BINARY,
+    OP_PING,
+    OP_TEXT,
+    WriteBatch,
+    close_frame,
+    frame_header,
+)
 
 #: Frames a connection may have waiting before it counts as dead.
 MAX_OUTBOX: Final = 2000
+#: Seconds a connection given up on may take to flush before its socket is cut.
+ABORT_AFTER_S: Final = 2.0
+#: Seconds an abusive peer has to read its close frame; nothing it sends is read.
+ABUSE_LINGER_S: Final = 1.0
 
 Frame = bytes | str
 
@@ -48,6 +62,10 @@ class Transport(Protocol):
 
     def close(self) -> None: ...
 
+    def abort(self) -> None: ...
+
+    def pause_reading(self) -> None: ...
+
 
 class Reader(Protocol):
     """The server's side of a connection: what each received frame means."""
@@ -62,6 +80,10 @@ class Reader(Protocol):
 
     def on_direct(self, frame: Frame) -> bool:
         """Handle a frame straight from the parser if it can be done at once (True)."""
+        ...
+
+    def on_control(self) -> bool | CloseCode:
+        """A WebSocket ping or pong came: True to answer, False to ignore, or the close."""
         ...
 
 
@@ -87,6 +109,8 @@ class Connection:
     last_seen_ms: int = 0
     #: Server time of the heartbeat's unanswered ping, if one is out.
     pinged_ms: int | None = None
+    #: Server time the heartbeat first saw this connection closed and still open.
+    closed_seen_ms: int | None = None
     #: Framed bytes waiting for the end of the current batch.
     staged: list[bytes] = field(default_factory=list)
 
@@ -99,11 +123,7 @@ class Connection:
         if self.staged:  # keep order: what is staged goes first
             self.write_staged()
         if len(self.outbox) >= MAX_OUTBOX:
-            self.closed = True
-            self.outbox.clear()
-            asyncio.get_running_loop().create_task(
-                self.ws.close(code=CloseCode.TRY_AGAIN_LATER, message=b"too far behind")
-            )
+            self.give_up(CloseCode.TRY_AGAIN_LATER, "too far behind")
             return
         self.outbox.append(frame)
         if self.writer is None and not self.kick_pending and not self.reading:
@@ -157,13 +177,46 @@ class Connection:
             await self.ws.ping()
 
     def drop(self) -> None:
-        """Close the socket at once, without a closing handshake (the peer is gone)."""
+        """Cut the socket at once, without a closing handshake (the peer is gone).
+
+        Whatever the socket still held is discarded: a peer that stopped reading
+        would keep a socket that waits to flush open for good."""
         self.closed = True
         self.outbox.clear()
+        self.staged.clear()
         if self.transport is not None:
-            self.transport.close()
+            self.transport.abort()
         else:
             asyncio.get_running_loop().create_task(self.ws.close())
+
+    def give_up(self, code: CloseCode, reason: str = "", *, linger_s: float = 0.0) -> None:
+        """Close with ``code`` without waiting for the peer, reading nothing more from it.
+
+        ``closing`` and the close frame follow what the socket holds; the socket
+        closes ``linger_s`` later (time for the peer to read them: closing with unread
+        bytes resets it) and is cut if it has not flushed within :data:`ABORT_AFTER_S`.
+        Queued frames are dropped.
+        """
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.ws.closed:
+            self.drop()
+            return
+        self.closed = True
+        self.outbox.clear()
+        self.staged.clear()
+        text = (reason or CLOSE_TEXT[code])[:120]
+        closing = encode(Closing(int(code), text), self.encoding)
+        data, opcode = (closing.encode(), OP_TEXT) if isinstance(closing, str) else (
+            closing, OP_BINARY
+        )
+        transport.write(frame_header(opcode, len(data)) + data)
+        transport.write(close_frame(int(code), text.encode()[:120]))
+        transport.pause_reading()
+        if isinstance(self.ws, DirectResponse):
+            self.ws.stop_reading()
+        loop = asyncio.get_running_loop()
+        loop.call_later(linger_s, transport.close)  # flushes what it holds, then closes
+        loop.call_later(linger_s + ABORT_AFTER_S, transport.abort)
 
     def _kick(self) -> None:
         self.kick_pending = False
@@ -219,7 +272,14 @@ class Connection:
         with contextlib.suppress(TimeoutError, ConnectionError, RuntimeError):
             await asyncio.wait_for(self.flush(), timeout=2.0)
         self.closed = True
-        await self.ws.close(code=int(code), message=text.encode()[:120])
+        try:
+            # aiohttp's close waits for the socket to take the close frame and for the
+            # peer's answer: a peer that stopped reading must not hold it for good.
+            await asyncio.wait_for(
+                self.ws.close(code=int(code), message=text.encode()[:120]), ABORT_AFTER_S * 2
+            )
+        except TimeoutError:
+            self.drop()
 
     @property
     def close_code(self) -> int | None:
@@ -264,14 +324,20 @@ class Connection:
                 self.reading = False
             if self.outbox:
                 await self.write_pending()
+            if close_code is CloseCode.POLICY_VIOLATION:  # abuse: read nothing more
+                self.give_up(close_code, linger_s=ABUSE_LINGER_S)
+                return False
             if close_code is not None:
                 await self.close(close_code)
-        elif msg.type is WSMsgType.PING:
-            self.last_seen_ms = clock()
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await self.ws.pong(msg.data)
-        elif msg.type is WSMsgType.PONG:
-            self.last_seen_ms = clock()
+        elif msg.type is WSMsgType.PING or msg.type is WSMsgType.PONG:
+            # Control frames cost credit like any frame: a ping flood is refused and closed.
+            allowed = reader.on_control()
+            if isinstance(allowed, CloseCode):
+                self.give_up(allowed, linger_s=ABUSE_LINGER_S)
+                return False
+            if allowed and msg.type is WSMsgType.PING:
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await self.ws.pong(msg.data)
         elif msg.type == WSMsgType.ERROR:
             logs.event("socket_error", conn=self.conn_id, error=str(self.ws.exception()))
             return False

@@ -12,10 +12,13 @@ with nothing queued, so messages are still handled in the order they came.
 Everything else, control frames included, goes on aiohttp's queue as before.
 
 Parsing, unmasking, UTF-8 checks, size limits and the closing handshake stay
-aiohttp's.  The swap touches private attributes of aiohttp's response and
-request handler (checked by ``tests/server/transport/test_direct.py``); when they are not
-there, the response is a plain ``WebSocketResponse`` and every frame takes the
-queue.
+aiohttp's, but its parser (which also serves clients, whose frames come
+unmasked) is wrapped in a :class:`MaskedReader` that follows the frame
+headers and closes with 1002 at a client frame without a mask (RFC 6455, 5.1).
+The swap touches private attributes of aiohttp's response and request handler
+(checked by ``tests/server/transport/test_direct.py``); when they are not there,
+the response is a plain ``WebSocketResponse``, every frame takes the queue and
+masks go unchecked.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
+from aiohttp.helpers import set_exception
+from aiohttp.http_websocket import WebSocketError
 
 #: Takes a data frame's payload; True if it handled the frame, False to queue it.
 FrameHook = Callable[[bytes | str], bool]
@@ -51,10 +56,77 @@ class DirectQueue(WebSocketDataQueue):
         super().feed_data(data, size)
 
 
+class MaskedReader(WebSocketReader):
+    """aiohttp's frame parser, refusing client frames without a mask (close 1002).
+
+    It reads only the frame headers, to find each frame's mask bit: two bytes,
+    then the extended length, then skips the mask key and the payload.
+    """
+
+    def __init__(self, queue: DirectQueue, *args: Any) -> None:
+        super().__init__(queue, *args)
+        self.messages = queue  # aiohttp's own reference is not visible from Python
+        #: Payload bytes of the current frame still to come, and a header cut short.
+        self.left = 0
+        self.head = b""
+        self.refused = False
+        #: Set when the server gave up on the connection: whatever comes is dropped.
+        self.stopped = False
+
+    def feed_data(self, data: Any) -> tuple[bool, bytes]:
+        if self.stopped:
+            return False, b""
+        if type(data) is not bytes:
+            data = bytes(data)
+        if self.refused:
+            return True, b""
+        if not self._all_masked(data):
+            self.refused = True
+            error = WebSocketError(WSCloseCode.PROTOCOL_ERROR, "client frames must be masked")
+            set_exception(self.messages, error)
+            return True, b""
+        result: tuple[bool, bytes] = super().feed_data(data)
+        return result
+
+    def _all_masked(self, data: bytes) -> bool:
+        """Follow the frames through ``data``; False at one without the mask bit."""
+        if self.head:
+            data, self.head = self.head + data, b""
+        pos, end = self.left, len(data)
+        while pos < end:
+            if end - pos < 2:
+                break
+            second = data[pos + 1]
+            if not second & 0x80:
+                return False
+            size, header = second & 0x7F, 2
+            if size == 126:
+                header = 4
+                size = int.from_bytes(data[pos + 2 : pos + 4]) if end - pos >= 4 else -1
+            elif size == 127:
+                header = 10
+                size = int.from_bytes(data[pos + 2 : pos + 10]) if end - pos >= 10 else -1
+            if size < 0:
+                break
+            pos += header + 4 + size  # the mask key, then the payload
+        if pos < end:  # a header cut short: keep it for the next read
+            self.head, self.left = data[pos:], 0
+        else:
+            self.left = pos - end
+        return True
+
+
 class DirectResponse(web.WebSocketResponse):
     """A ``WebSocketResponse`` whose parser feeds a :class:`DirectQueue` (see the module)."""
 
     direct: DirectQueue | None = None
+    masked: MaskedReader | None = None
+
+    def stop_reading(self) -> None:
+        """Parse nothing more: the server gave up on this peer (a flood must not be read
+        on while aiohttp's close waits for the peer's close frame)."""
+        if self.masked is not None:
+            self.masked.stopped = True
 
     def _post_start(self, request: web.BaseRequest, protocol: str | None, writer: Any) -> None:
         handler: Any = request.protocol
@@ -68,7 +140,7 @@ class DirectResponse(web.WebSocketResponse):
             if reader is None or loop is None:
                 raise TypeError("the response did not set up its reader")
             queue = DirectQueue(handler, reader._limit // 2, loop=loop)
-            parser = WebSocketReader(
+            parser = MaskedReader(
                 queue, self._max_msg_size, bool(self._compress), self._decode_text
             )
             callback = handler._data_received_cb
@@ -81,4 +153,4 @@ class DirectResponse(web.WebSocketResponse):
         handler._message_tail = tail or b""
         set_parser(parser, callback)
         self._reader, self._parser = queue, parser
-        self.direct = queue
+        self.direct, self.masked = queue, parser

@@ -14,6 +14,7 @@ from typing import Final, Protocol
 
 OP_TEXT: Final = 0x1
 OP_BINARY: Final = 0x2
+OP_CLOSE: Final = 0x8
 OP_PING: Final = 0x9
 #: Frames up to this many bytes have their header ready-made (answers run 130-200 bytes).
 _TABLED: Final = 1024
@@ -36,6 +37,12 @@ _HEADERS: Final = {
 def frame_header(opcode: int, size: int) -> bytes:
     """The header of a final, unmasked, uncompressed server frame (RFC 6455, 5.2)."""
     return _HEADERS[opcode][size] if size < _TABLED else _header(opcode, size)
+
+
+def close_frame(code: int, reason: bytes = b"") -> bytes:
+    """A whole server close frame: ``code`` and at most 123 bytes of ``reason`` (5.5.1)."""
+    payload = struct.pack("!H", code) + reason[:123]
+    return _header(OP_CLOSE, len(payload)) + payload
 
 
 class Staged(Protocol):

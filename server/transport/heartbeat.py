@@ -7,6 +7,8 @@ by the reader), and a sweep every quarter of ``heartbeat_s`` pings each
 connection that has been silent for ``heartbeat_s`` and drops one that has
 not answered its ping (with any frame, the pong included) within half of
 ``heartbeat_s``, closing the socket without a handshake, as aiohttp does.
+A connection the server already gave up on (marked closed) whose close has
+not ended by then either, a peer that stopped reading holding it, is cut too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ def sweep(connections: Iterable[Connection], now_ms: int, interval_ms: int) -> N
     """One round at ``now_ms``: ping the silent, drop those a ping did not wake."""
     for conn in list(connections):
         if conn.closed:
+            if conn.closed_seen_ms is None:
+                conn.closed_seen_ms = now_ms
+            elif now_ms - conn.closed_seen_ms >= interval_ms // 2:
+                conn.drop()
             continue
         pinged = conn.pinged_ms
         if pinged is not None:

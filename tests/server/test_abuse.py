@@ -1,8 +1,10 @@
-"""Abuse and bad input: rate limits, size caps, bad frames, timeouts, room limits, proxies."""
+"""Abuse and bad input: rate limits, size caps, bad frames, timeouts, room limits, proxies,
+floods paced or not, credit across reconnections and guessed room codes."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from pathlib import Path
 
@@ -10,6 +12,8 @@ import aiohttp
 import msgpack
 import pytest
 import websockets
+from hypothesis import given
+from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from protocol.deals.dealer import deal_for_seed
@@ -18,6 +22,7 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode
 from server.config import Settings
+from server.race.ratelimit import CreditBucket
 from server.transport.clientaddr import client_address
 from tests.serverutil import TestClient, connect, move_request, open_room, running_server
 
@@ -323,3 +328,152 @@ async def test_a_resign_is_handled_even_without_credit(tmp_path: Path) -> None:
         await ann.send(m.Resign())
         over = await ann.expect(m.RaceOver)
         assert over.standings[0].status is m.PlayerStatus.RESIGNED
+
+
+# ---- hostile clients: paced floods, credit that follows the player, guessed codes -------
+async def _paced(client: TestClient, per_s: float, seconds: float) -> tuple[int | None, int, float]:
+    """Send ``ping`` messages at ``per_s`` a second for up to ``seconds`` while reading:
+    the close code, the pongs answered and the seconds until the close."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    pongs = 0
+
+    async def read() -> int | None:
+        nonlocal pongs
+        try:
+            while True:
+                pongs += isinstance(await client.recv(seconds + 5), m.Pong)
+        except ConnectionClosed as closed:
+            return closed.rcvd.code if closed.rcvd else None
+
+    reader = asyncio.ensure_future(read())
+    sent = 0
+    with contextlib.suppress(ConnectionClosed):
+        while not reader.done() and loop.time() - started < seconds:
+            due = int((loop.time() - started) * per_s) + 1
+            while sent < due:
+                sent += 1
+                await client.send(m.Ping(sent))
+            await asyncio.sleep(0.002)
+    elapsed = loop.time() - started
+    # The sends may see the close first: give the reader a moment to read it.
+    await asyncio.wait([reader], timeout=2)
+    if not reader.done():
+        reader.cancel()
+        return None, pongs, elapsed
+    return await reader, pongs, elapsed
+
+
+async def test_a_paced_flood_at_ten_times_the_credit_rate_is_closed_with_1008(
+    tmp_path: Path,
+) -> None:
+    async with running_server(tmp_path) as server:  # the default budgets: 30/s, burst 60
+        flooder = await connect(server.ws_url, "flooder")
+        code, pongs, elapsed = await _paced(flooder, per_s=300, seconds=6)
+        assert code == CloseCode.POLICY_VIOLATION, f"not closed after {elapsed:.1f} s"
+        assert elapsed < 3 and pongs <= 60 + 30 * elapsed + 5
+
+
+async def test_a_client_a_little_over_its_rate_is_refused_some_frames_but_never_closed(
+    tmp_path: Path,
+) -> None:
+    async with running_server(tmp_path, player_rate=20, player_burst=5) as server:
+        eager = await connect(server.ws_url, "eager")
+        code, pongs, elapsed = await _paced(eager, per_s=26, seconds=3)
+        assert code is None and elapsed >= 3
+        assert pongs < 26 * elapsed  # some were refused
+        await eager.close()
+
+
+async def test_connections_from_one_address_share_its_credit(tmp_path: Path) -> None:
+    settings = {"player_rate": 0.01, "player_burst": 6, "address_players": 2}
+    async with running_server(tmp_path, **settings) as server:
+        clients = [await connect(server.ws_url, f"p{n}") for n in range(3)]
+        # Each hello spent one of the address's 12 credits: 9 are left for 15 pings.
+        for client in clients:
+            for n in range(5):
+                await client.send(m.Ping(n))
+        pongs = 0
+        for client in clients:
+            for _ in range(5):
+                pongs += isinstance(await client.expect(m.Pong | m.Error), m.Pong)  # type: ignore[arg-type]
+        assert pongs == 9
+
+
+async def test_a_player_closed_for_flooding_gets_no_fresh_credit_by_resuming(
+    tmp_path: Path,
+) -> None:
+    settings = {"player_rate": 2, "player_burst": 10, "abuse_strikes": 5}
+    async with running_server(tmp_path, **settings) as server:
+        (ann,), _ = await open_room(server.ws_url, ["ann"], practice_seed="42")
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        assert ann.welcome is not None
+        token, started = ann.welcome.token, asyncio.get_running_loop().time()
+        pongs = 0
+        for _cycle in range(4):
+            for n in range(40):
+                await ann.send(m.Ping(n))
+            assert await close_code(ann) == CloseCode.POLICY_VIOLATION
+            pongs += sum(isinstance(f, m.Pong) for f in ann.frames)
+            ann = await connect(server.ws_url, "ann", token=token)
+            assert ann.welcome is not None and ann.welcome.resumed
+        elapsed = asyncio.get_running_loop().time() - started
+        # One bucket of 10 for the player, and 2 a second since: not 10 per connection.
+        assert pongs <= 10 + 2 * elapsed + 4, (pongs, elapsed)
+
+
+async def test_failed_joins_have_a_small_budget_per_address_across_connections(
+    tmp_path: Path,
+) -> None:
+    settings = {"join_failure_burst": 3, "join_failure_rate": 0.01}
+    async with running_server(tmp_path, **settings) as server:
+        host = await connect(server.ws_url, "host")
+        state = await host.request(m.CreateRoom(), m.RoomState)
+        guesser = await connect(server.ws_url, "guesser")
+        for guess in ("CCCCC3", "CCCCC4", "CCCCC6"):
+            error = await guesser.request(m.Join(guess), m.Error)
+            assert error.code == ErrorCode.ROOM_NOT_FOUND
+        await guesser.send(m.Join("CCCCC7"))
+        assert await close_code(guesser) == CloseCode.POLICY_VIOLATION
+        assert any(isinstance(f, m.Error) and f.code == ErrorCode.ROOM_NOT_FOUND
+                   for f in guesser.frames[-3:])
+        # A new connection from the same address starts with the address's empty budget...
+        second = await connect(server.ws_url, "second")
+        await second.send(m.Join("CCCCC9"))
+        assert await close_code(second) == CloseCode.POLICY_VIOLATION
+        # ... while a join that finds its room costs nothing of it.
+        friend = await connect(server.ws_url, "friend")
+        joined = await friend.request(m.Join(state.code), m.RoomState)
+        assert joined.code == state.code
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=200))
+def test_a_sender_within_its_rate_is_never_abusive(gaps: list[int]) -> None:
+    # 50 credits a second and a frame at most every 20 ms: never short of credit.
+    bucket = CreditBucket.full(rate=50, burst=5, now_ms=0)
+    now = 0
+    for gap in gaps:
+        now += max(gap, 20)
+        allowed = bucket.spend(now)
+        bucket.note(now, not allowed)
+        assert allowed and not bucket.is_abusive(1, 0.01)
+
+
+@given(st.integers(3, 30), st.integers(1000, 4000))
+def test_a_flood_at_several_times_the_rate_is_abusive_within_a_few_windows(
+    factor: int, window_ms: int
+) -> None:
+    rate, burst = 10.0, 20.0
+    bucket = CreditBucket.full(rate, burst, now_ms=0, window_ms=window_ms)
+    step_ms = 1000 / (rate * factor)
+    abusive_at = None
+    for n in range(1, 100_000):
+        now = int(n * step_ms)
+        bucket.note(now, not bucket.spend(now))
+        if bucket.is_abusive(20, 0.5):
+            abusive_at = now
+            break
+    # The burst goes first; then, two windows later at most, both windows are all flood.
+    assert abusive_at is not None
+    assert abusive_at <= 2 * burst * step_ms + 3 * window_ms

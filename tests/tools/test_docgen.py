@@ -216,7 +216,14 @@ def test_the_documented_server_limits_are_the_reference_servers_defaults() -> No
         f"{_number(s.player_burst)}",
         f"spectators\n  get {_number(s.spectator_rate)} per second with a burst of "
         f"{_number(s.spectator_burst)}",
-        f"{s.abuse_strikes} such frames in a row",
+        f"share {_number(s.address_players)} players' worth of credit:\n  "
+        f"{_number(s.player_rate * s.address_players)} per second, burst "
+        f"{_number(s.player_burst * s.address_players)}",
+        f"over the last {_number(s.abuse_window_s)} to {_number(2 * s.abuse_window_s)} seconds, "
+        f"at least {s.abuse_strikes} frames were",
+        {0.5: "at least half of the frames"}[s.abuse_share],
+        f"{_number(s.join_failure_burst)} failed joins per address, regained at one per "
+        f"{_number(1 / s.join_failure_rate)} seconds",
         f"hard cap\n  of {s.max_frame_bytes // 1024} KiB",
         f"the {_ordinal(s.bad_frame_limit)} frame refused by the decoder",
         f"at most {s.rooms_per_connection} rooms",

@@ -127,7 +127,7 @@ async def test_a_move_without_credit_is_refused_and_counted_once(tmp_path: Path)
         refused = [a for a in answers if isinstance(a, m.Error)]
         assert [r.seq for r in results] == list(range(1, credit + 1))
         assert [e.code for e in refused] == [ErrorCode.RATE_LIMITED] * 3
-        assert bucket.strikes == 3
+        assert bucket.refused == 3
 
 
 async def test_bytes_sent_with_the_upgrade_request_reach_the_server(tmp_path: Path) -> None:
