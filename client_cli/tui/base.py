@@ -53,13 +53,22 @@ class ClientScreen(Screen[Any]):
         for widget in self.query("#connection").results(Static):
             widget.update(text)
 
-    def refresh_view(self) -> None:
-        """Redraw from the client's state (subclasses extend it)."""
+    def on_mount(self) -> None:
+        # Errors fade: the status line is redrawn even when nothing else happens.
+        self.set_interval(1.0, self.refresh_status)
+
+    def refresh_status(self) -> None:
+        """Redraw the bottom line only."""
         state = self.tripeaks.client.state
         words = CONNECTION_WORDS.get(state.connection, state.connection)
         room = f"   room {state.room.code}" if state.room is not None else ""
-        error = f"   last error: {state.last_error}" if state.last_error else ""
-        self.set_status(f"{words}   {state.player_id or ''}{room}{error}")
+        error = state.current_error()
+        error = f"   last error: {error}" if error else ""
+        self.set_status(f"{words}   {state.name}{room}{error}")
+
+    def refresh_view(self) -> None:
+        """Redraw from the client's state (subclasses extend it)."""
+        self.refresh_status()
 
     def on_client_event(self, event: str, detail: object) -> None:
         """A client event arrived while this screen is shown."""
