@@ -31,7 +31,11 @@ class TriPeaksApp(App[int]):
     """The terminal client: one connection, five screens."""
 
     TITLE = "TriPeaks Race"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "quit", priority=True)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "quit", priority=True),
+        # ctrl+c quits too, as in any terminal program (not Textual's "press ctrl+q" prompt).
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    ]
 
     def __init__(
         self,
