@@ -629,6 +629,16 @@ _HANDLERS: Final[dict[type, Callable[[GameClient, object], None]]] = {
 }
 
 
+def by_standing(players: list[Opponent]) -> list[Opponent]:
+    """Finishers by rank, then everyone else by cards cleared (most first), then fewer moves."""
+    def key(player: Opponent) -> tuple[int, int, int]:
+        if player.rank is not None and player.finish_ms is not None:
+            return (0, player.rank, 0)
+        return (1, -player.cleared, player.moves)
+
+    return sorted(players, key=key)
+
+
 def own_status(state: ClientState) -> str:
     """This player's race status in words for the status line."""
     board = state.board
@@ -655,5 +665,6 @@ __all__ = [
     "GameClient",
     "MoveVerdict",
     "Opponent",
+    "by_standing",
     "own_status",
 ]

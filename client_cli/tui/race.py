@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Digits, Static
 
 from client_cli.board import UNDO
-from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
+from client_cli.client import ClientState, MoveVerdict, Opponent, by_standing, own_status
 from client_cli.render import POSITION_OF_KEY, describe, draw_board
 from client_cli.results import clock
 from client_cli.tui.base import BAR_WIDTH, ClientScreen, progress_bar
@@ -24,16 +24,6 @@ from protocol.wire import messages as m
 
 FLASH_S: Final = 0.8
 RESIGN_CONFIRM_S: Final = 3.0
-
-
-def by_standing(players: list[Opponent]) -> list[Opponent]:
-    """Finishers by rank, then everyone else by cards cleared (most first), then fewer moves."""
-    def key(player: Opponent) -> tuple[int, int, int]:
-        if player.rank is not None and player.finish_ms is not None:
-            return (0, player.rank, 0)
-        return (1, -player.cleared, player.moves)
-
-    return sorted(players, key=key)
 
 
 def opponent_lines(players: list[Opponent], me: str | None, width: int = BAR_WIDTH) -> Text:

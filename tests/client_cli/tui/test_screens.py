@@ -6,12 +6,12 @@ from pathlib import Path
 
 from textual.widgets import Digits, Footer, Input, Static
 
-from client_cli.client import Opponent
+from client_cli.client import Opponent, by_standing
 from client_cli.results import par_text, replay_steps
 from client_cli.tui.app import TriPeaksApp
 from client_cli.tui.base import progress_bar
 from client_cli.tui.home import HomeScreen, MarkedCheckbox
-from client_cli.tui.race import RaceScreen, by_standing
+from client_cli.tui.race import RaceScreen
 from client_cli.tui.results import ResultsScreen
 from protocol.wire import messages as m
 from tests.client_cli.tui.test_app import (
