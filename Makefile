@@ -29,8 +29,11 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy --strict protocol server client_cli tools bench
 
+# In parallel, one worker per core (PYTEST_WORKERS=0 runs serially); a test file stays on
+# one worker, so module-level fixtures are built once.
+PYTEST_WORKERS ?= auto
 pytest: $(TEST_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

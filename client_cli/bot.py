@@ -28,7 +28,7 @@ from websockets.asyncio.client import ClientConnection
 from client_cli.board import Board, Knowledge
 from client_cli.connection import open_socket, wire_move
 from client_cli.net import ClientError, ConnectionLost, error_text
-from client_cli.strategy import Strategy
+from client_cli.strategy import STRATEGIES, Strategy
 from protocol.rules.game import Status
 from protocol.wire import codec
 from protocol.wire import messages as m
@@ -59,8 +59,16 @@ class BotSettings:
     min_players: int | None = None
     #: Keep each move's round trip (seconds from send to ``move_result``) in the results.
     record_rtt: bool = False
-    #: Seed for the bots' own randomness (start jitter); fixed seeds repeat a run.
+    #: Seed for the bots' own randomness (start jitter, pace, ties between equal moves);
+    #: each bot draws from its own generator, so a fixed seed repeats a run.
     seed: int | None = None
+    #: Host: seconds the lobby stays open for people before the bots start without them
+    #: (the race starts sooner once a person has joined and everyone is ready).
+    lobby_s: float = 0.0
+    #: Host: people (not bots) to wait for before starting, however long it takes.
+    wait_for: int = 0
+    #: Races to play in the room: after each, every bot asks for the rematch.
+    races: int = 1
     #: Give up if the server takes longer than this to answer a hello, a join or a move.
     step_timeout_s: float = STEP_TIMEOUT_S
     #: Called with (bot name, event, detail) as the run progresses (the CLI prints them).
@@ -126,8 +134,10 @@ class Bot:
         self.url = url
         self.result = BotResult(name)
         self.session = ClientSession(name, bot=True, client="tripeaks-bot")
-        self.strategy = Strategy(strategy)
-        self.interval = 0.0 if not pace else 1.0 / pace
+        self.strategy_name = strategy
+        self.strategy = Strategy(strategy, rng=rng)
+        # Each bot keeps a pace of its own, within about a fifth of the one asked for.
+        self.interval = 0.0 if not pace else (0.8 + 0.45 * rng.random()) / pace
         self.settings = settings
         self.rng = rng
         self.ws: ClientConnection | None = None
@@ -142,6 +152,8 @@ class Bot:
         self.room_state: m.RoomState | None = None
         self.start_sent_at: float | None = None
         self.start_latency_s: float | None = None
+        self.lobby_deadline = 0.0
+        self.races_done = 0
 
     # ---- plumbing -------------------------------------------------------
     def _event(self, event: str, detail: str = "") -> None:
@@ -242,7 +254,18 @@ class Bot:
         self._event("joined", state.code)
         await self._send(m.Ready(True))
         self.result.status = "ready"
-        await self._loop(host=create is not None, min_players=min_players)
+        self.lobby_deadline = time.monotonic() + self.settings.lobby_s
+        host = create is not None
+        await self._loop(host=host, min_players=min_players)
+        while self.races_done < self.settings.races:
+            await self._send(m.Rematch())
+            self._next_race()
+            await self._loop(host=host, min_players=min_players)
+
+    def _next_race(self) -> None:
+        self.race_over, self.board = None, None
+        self.done_playing, self.waiting, self.rejections = False, False, 0
+        self.strategy = Strategy(self.strategy_name, rng=self.rng)
 
     async def _loop(self, *, host: bool, min_players: int) -> None:
         while self.race_over is None:
@@ -255,10 +278,16 @@ class Bot:
                     await self._move()
                     continue
                 timeout = delay
+            lobby_left = self._lobby_left(host)
+            if lobby_left is not None:
+                timeout = lobby_left if timeout is None else min(timeout, lobby_left)
             try:
                 events = await self._recv(timeout)
             except TimeoutError:
                 if self._should_move():
+                    continue
+                if lobby_left is not None:
+                    await self._maybe_start(min_players)
                     continue
                 raise
             for event in events:
@@ -276,12 +305,8 @@ class Bot:
         if isinstance(message, m.RoomState):
             self.room_state = message
             self.undo_allowed = message.options.undo is not m.UndoPolicy.OFF
-            if host and message.phase is m.Phase.LOBBY and self.start_sent_at is None:
-                members = message.members
-                if len(members) >= min_players and all(x.ready for x in members):
-                    self.start_sent_at = time.monotonic()
-                    await self._send(m.Start())
-                    self._event("start", f"{len(members)} players")
+            if host:
+                await self._maybe_start(min_players)
         elif isinstance(message, m.RaceStart):
             self._on_race_start(message)
         elif isinstance(message, m.RaceOver):
@@ -292,6 +317,32 @@ class Bot:
             raise BotFailed(f"the server is closing the connection: {message.reason}")
         elif isinstance(message, m.Left):
             raise BotFailed(f"left the room ({message.reason.value})")
+
+    def _lobby_left(self, host: bool) -> float | None:
+        """Host in the lobby before starting: seconds until it starts without people."""
+        state = self.room_state
+        if not host or self.start_sent_at is not None or state is None:
+            return None
+        if state.phase is not m.Phase.LOBBY:
+            return None
+        return max(0.0, self.lobby_deadline - time.monotonic())
+
+    async def _maybe_start(self, min_players: int) -> None:
+        """Start when the seats are filled, everyone is ready and nobody is awaited."""
+        state = self.room_state
+        if state is None or state.phase is not m.Phase.LOBBY or self.start_sent_at is not None:
+            return
+        members = state.members
+        if len(members) < min_players or not all(x.ready for x in members):
+            return
+        people = sum(1 for x in members if not x.bot)
+        if people < self.settings.wait_for:
+            return
+        if not people and time.monotonic() < self.lobby_deadline:
+            return  # the lobby is still open for someone to join
+        self.start_sent_at = time.monotonic()
+        await self._send(m.Start())
+        self._event("start", f"{len(members)} players")
 
     def _on_race_start(self, start: m.RaceStart) -> None:
         if self.start_sent_at is not None:
@@ -383,6 +434,7 @@ class Bot:
 
     def _on_race_over(self, race: m.RaceOver) -> None:
         self.race_over = race
+        self.races_done += 1
         pid = self.result.player_id
         for standing in race.standings:
             if standing.player_id == pid:
@@ -421,11 +473,12 @@ async def run_bots(
         raise ValueError("count must be at least 1")
     if pace is not None and pace <= 0:
         raise ValueError("pace must be positive (moves per second), or None for full speed")
-    Strategy(strategy)  # fails early on an unknown strategy name
+    names = STRATEGIES if strategy == "mixed" else (strategy,)
+    Strategy(names[0])  # fails early on an unknown strategy name
     settings = settings or BotSettings()
-    rng = random.Random(settings.seed)
     bots = [
-        Bot(url, f"{settings.name_prefix}{i + 1}", strategy, pace, settings, rng)
+        Bot(url, f"{settings.name_prefix}{i + 1}", names[i % len(names)], pace, settings,
+            random.Random(None if settings.seed is None else f"{settings.seed}:{i}"))
         for i in range(count)
     ]
     if not host:

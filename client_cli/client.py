@@ -21,6 +21,7 @@ from typing import Final
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
 from client_cli.connection import Connection, unreadable, wire_move
 from client_cli.net import CLIENT_NAME, ClientError, ConnectionLost, ServerRefused, error_text
+from client_cli.seats import SavedSeat, SeatFiles
 from protocol.rules.game import DRAW, Rules, Status
 from protocol.rules.refusals import REASON_TEXT, Reason
 from protocol.wire import messages as m
@@ -38,6 +39,14 @@ from protocol.wire.session import (
 BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: Give up reconnecting after this long (the server keeps a seat for 60 s).
 RECONNECT_FOR_S: Final = 75.0
+#: Seconds an error stays on the status line unless a successful action clears it first.
+ERROR_SHOWN_S: Final = 12.0
+#: What a player's own status says once they are out of the race without finishing.
+OUT_OF_RACE: Final = {
+    "resigned": "you resigned: waiting for the others",
+    "timed_out": "time is up",
+    "left": "you left the race",
+}
 
 Listener = Callable[[str, object], None]
 
@@ -92,7 +101,28 @@ class ClientState:
     penalty_ms: int = 0
     rooms: tuple[m.RoomSummary, ...] = ()
     connection: str = "offline"  # offline, connecting, online, reconnecting, closed
+    #: This player's name as the room shows it (the server tells equal names apart).
+    name: str = ""
     last_error: str = ""
+    #: When :attr:`last_error` was set (``time.monotonic()``): errors fade after a while.
+    error_at: float = 0.0
+    #: This player's race clock, frozen when they resigned, timed out or left (ms).
+    my_stopped_ms: int | None = None
+
+    def set_error(self, text: str) -> None:
+        """Show ``text`` as the last error (until the next successful action, or it fades)."""
+        self.last_error, self.error_at = text, time.monotonic()
+
+    def current_error(self, now: float | None = None) -> str:
+        """The last error while it is fresh (:data:`ERROR_SHOWN_S`), else nothing."""
+        if not self.last_error or (now or time.monotonic()) - self.error_at > ERROR_SHOWN_S:
+            return ""
+        return self.last_error
+
+    @property
+    def me(self) -> Opponent | None:
+        """This player's own line among the players, if racing."""
+        return None if self.player_id is None else self.players.get(self.player_id)
 
     @property
     def phase(self) -> m.Phase | None:
@@ -113,6 +143,8 @@ class ClientState:
         """Seconds on this player's race clock (frozen at the finish)."""
         if self.my_finish_ms is not None:
             return self.my_finish_ms / 1000
+        if self.my_stopped_ms is not None:
+            return self.my_stopped_ms / 1000
         if self.race_clock_zero is None:
             return 0.0
         return max(0.0, (now or time.monotonic()) - self.race_clock_zero)
@@ -127,11 +159,21 @@ class ClientState:
 class GameClient:
     """One player's (or spectator's) connection, state and actions."""
 
-    def __init__(self, url: str, name: str, listener: Listener | None = None) -> None:
+    def __init__(
+        self, url: str, name: str, listener: Listener | None = None,
+        seats: SeatFiles | None = None,
+    ) -> None:
         self.session = ClientSession(name, client=CLIENT_NAME)
         self.link = Connection(url, self.session)
         self.state = ClientState()
         self.listener = listener
+        #: Where the room's reconnect token is kept, so a new process can reclaim the seat.
+        self.seats = seats
+        self._saved: tuple[str, str] | None = None
+        self._resuming: str | None = None
+        self._leaving = False
+        #: True when the last ``welcome`` gave back a seat (``tripeaks join`` after a quit).
+        self.resumed = False
         self._outbox: list[Frame] = []
         self._closing = False
         self._syncing = False
@@ -143,19 +185,28 @@ class GameClient:
             return
         try:
             self.listener(event, detail)
-        except Exception as exc:  # a drawing bug must never stop the network loop
-            self.state.last_error = f"display error after {event}: {exc!r}"
+        except Exception:  # a drawing bug must never stop the network loop, nor show a traceback
+            self.state.set_error(f"the screen could not be redrawn after {event}")
 
     def _set_connection(self, value: str) -> None:
         self.state.connection = value
         self._tell("connection", value)
 
     # ---- the loop ------------------------------------------------------
+    def resume(self, seat: SavedSeat) -> None:
+        """Say ``seat``'s token in the next hello, to reclaim that seat (before :meth:`connect`)."""
+        self.session.token = seat.token
+        self._resuming = seat.code
+
     async def connect(self) -> m.Welcome:
         """First connection; raises :class:`ClientError` in words if it fails."""
         self._set_connection("connecting")
         welcome = await self.link.open()
-        self.state.player_id = welcome.player_id
+        if self._resuming is not None and not welcome.resumed and self.seats is not None:
+            self.seats.forget(self._resuming)  # the grace ran out: that seat is gone
+        self._resuming = None
+        self.resumed = welcome.resumed
+        self.state.player_id, self.state.name = welcome.player_id, welcome.name
         self._set_connection("online")
         self._connected.set()
         self._tell("welcome", welcome)
@@ -172,12 +223,12 @@ class GameClient:
                 if self._closing:
                     break
                 if exc.final or not await self._reconnect(str(exc)):
-                    self.state.last_error = str(exc)
+                    self.state.set_error(str(exc))
                     self._set_connection("closed")
                     self._tell("closed", str(exc))
                     return
             except ClientError as exc:
-                self.state.last_error = str(exc)
+                self.state.set_error(str(exc))
                 self._tell("error", str(exc))
                 await self.link.close()
                 if not await self._reconnect(str(exc)):
@@ -207,6 +258,9 @@ class GameClient:
             self._connected.set()
             self._tell("welcome", welcome)
             if not welcome.resumed and self.state.room is not None:
+                if self.seats is not None:
+                    self.seats.forget(self.state.room.code)
+                self._saved = None
                 self._tell("error", "the server no longer had our seat; the room was left")
                 self.state.room = None
                 self._tell("room", None)
@@ -214,8 +268,14 @@ class GameClient:
         return False
 
     async def close(self) -> None:
-        """Leave politely and stop the loop."""
+        """Stop the loop; the seat stays reclaimable (for the grace) unless we left."""
         self._closing = True
+        room = self.state.room
+        if self.seats is not None and room is not None and self._saved is not None:
+            if self._leaving:
+                self.seats.forget(room.code)
+            else:  # released: the next ``tripeaks join`` may take the seat back
+                self.seats.save(room.code, self._saved[1], self.session.name, held=False)
         await self.link.close()
 
     def drop_connection(self) -> None:
@@ -262,6 +322,7 @@ class GameClient:
 
     async def leave(self) -> None:
         """Leave the room."""
+        self._leaving = True
         await self.send(m.Leave())
 
     async def resign(self) -> None:
@@ -316,20 +377,39 @@ class GameClient:
         state = self.state
         previous = state.room
         state.room = room
+        state.last_error = ""  # the room moved on: an old refusal no longer applies
         for member in room.members:
             player = state.players.get(member.player_id)
             if player is None:
                 player = Opponent(member.player_id, member.name, member.bot)
                 state.players[member.player_id] = player
             else:
-                player.connected = member.connected
+                player.connected, player.name = member.connected, member.name
+            if member.player_id == state.player_id:
+                state.name = member.name
+        if room.phase is not m.Phase.RACING:
+            # Outside a race only the members count: who left is not in the next one.
+            seated = {x.player_id for x in room.members}
+            for player_id in [p for p in state.players if p not in seated]:
+                del state.players[player_id]
         back_in_lobby = previous is None or previous.phase is not m.Phase.LOBBY
         after_race = previous is not None and previous.phase is m.Phase.FINISHED
         if (room.phase is m.Phase.LOBBY and back_in_lobby) or (
             after_race and room.phase is not m.Phase.FINISHED
         ):
             self._reset_race()  # a rematch or a new race: the last results are history
+        self._keep_seat(room)
         self._tell("room", room)
+
+    def _keep_seat(self, room: m.RoomState) -> None:
+        """Write the room's token to disk once per seat (see :mod:`client_cli.seats`)."""
+        token = self.session.token
+        if self.seats is None or token is None or room.your_role is not m.Role.PLAYER:
+            return
+        if self._saved != (room.code, token):
+            self._saved = (room.code, token)
+            self._leaving = False
+            self.seats.save(room.code, token, self.session.name)
 
     def _reset_race(self) -> None:
         state = self.state
@@ -337,6 +417,7 @@ class GameClient:
         state.race = None
         state.race_over = None
         state.my_finish_ms = None
+        state.my_stopped_ms = None
         state.penalty_ms = 0
         state.race_clock_zero = None
         state.countdown_until = None
@@ -380,6 +461,7 @@ class GameClient:
         if board is None:
             return
         if result.accepted:
+            self.state.last_error = ""
             self.state.penalty_ms = result.penalty_ms
             board.accept(
                 result.seq,
@@ -406,6 +488,9 @@ class GameClient:
             player.moves, player.undos = line.moves, line.undos
             player.status, player.elapsed_ms = line.status.value, line.elapsed_ms
             player.connected = line.connected
+            out = line.status.value in OUT_OF_RACE
+            if line.player_id == self.state.player_id and out and self.state.my_stopped_ms is None:
+                self.state.my_stopped_ms = line.elapsed_ms
         self._tell("progress", progress)
 
     def _on_finish(self, finish: m.Finish) -> None:
@@ -444,6 +529,8 @@ class GameClient:
         if resync.view is None or state.role is not m.Role.PLAYER:
             self._tell("resync", resync)
             return
+        if state.race is None:
+            state.race = _race_from_resync(resync, state.room)
         rules = state.race.rules if state.race is not None else _rules_of(state.room)
         known = _knowledge(rules, resync.view, self._undo_allowed(), history_complete=False)
         if state.board is None:
@@ -465,7 +552,7 @@ class GameClient:
 
     def _on_error(self, error: m.Error) -> None:
         text = error_text(error)
-        self.state.last_error = text
+        self.state.set_error(text)
         board = self.state.board
         if error.seq is not None and board is not None and not self._syncing:
             # The move was not handled, so the ones after it cannot be either:
@@ -485,14 +572,31 @@ class GameClient:
         self._tell("rooms", rooms)
 
     def _on_left(self, left: m.Left) -> None:
+        if self.seats is not None:
+            self.seats.forget(left.code)
+        self._saved = None
         self.state.room = None
         self._reset_race()
         self.state.players.clear()
         self._tell("left", left)
 
     def _on_closing(self, closing: m.Closing) -> None:
-        self.state.last_error = closing.reason
+        self.state.set_error(closing.reason)
         self._tell("error", f"the server is closing the connection: {closing.reason}")
+
+
+def _race_from_resync(resync: m.Resync, room: m.RoomState | None) -> m.RaceStart | None:
+    """The race a new process sat back down in, as its ``race_start`` would have said."""
+    if resync.view is None or resync.race_id is None or resync.commitment is None:
+        return None
+    if resync.started_at_ms is None or room is None:
+        return None
+    rules = room.options.rules
+    return m.RaceStart(
+        race_id=resync.race_id, practice=room.options.practice, wrap=rules.wrap,
+        empty_waste=rules.empty_waste, commitment=resync.commitment, view=resync.view,
+        started_at_ms=resync.started_at_ms, server_time_ms=resync.server_time_ms,
+    )
 
 
 def _rules_of(room: m.RoomState | None) -> Rules:
@@ -525,11 +629,24 @@ _HANDLERS: Final[dict[type, Callable[[GameClient, object], None]]] = {
 }
 
 
+def by_standing(players: list[Opponent]) -> list[Opponent]:
+    """Finishers by rank, then everyone else by cards cleared (most first), then fewer moves."""
+    def key(player: Opponent) -> tuple[int, int, int]:
+        if player.rank is not None and player.finish_ms is not None:
+            return (0, player.rank, 0)
+        return (1, -player.cleared, player.moves)
+
+    return sorted(players, key=key)
+
+
 def own_status(state: ClientState) -> str:
     """This player's race status in words for the status line."""
     board = state.board
     if board is None:
         return ""
+    me = state.me
+    if me is not None and me.status in OUT_OF_RACE and state.my_finish_ms is None:
+        return OUT_OF_RACE[me.status]
     status = board.shown.status
     if status is Status.WON:
         return "cleared all 28!"
@@ -548,5 +665,6 @@ __all__ = [
     "GameClient",
     "MoveVerdict",
     "Opponent",
+    "by_standing",
     "own_status",
 ]

@@ -10,10 +10,11 @@ import argparse
 import asyncio
 import getpass
 import sys
-from typing import Any
+from dataclasses import replace
+from typing import Any, Final
 
-from client_cli.net import DEFAULT_SERVER, ClientError, normalise_url
-from client_cli.strategy import STRATEGIES
+from client_cli.net import DEFAULT_SERVER, ClientError, http_base, normalise_url
+from client_cli.strategy import STRATEGY_CHOICES
 from protocol.wire import messages as m
 
 
@@ -46,14 +47,34 @@ def add_parsers(subparsers: Any) -> None:
     where.add_argument("--room", metavar="CODE", help="join the room with this code")
     where.add_argument("--host", action="store_true", help="create a room, print its code")
     bot.add_argument("--count", type=_positive_int, default=1, help="bots (default 1)")
-    bot.add_argument("--pace", type=float, default=None, metavar="MOVES_PER_S",
-                     help="moves per second per bot (default: as fast as the server answers)")
-    bot.add_argument("--strategy", choices=STRATEGIES, default="greedy")
+    bot.add_argument("--pace", type=float, default=DEMO_PACE, metavar="MOVES_PER_S",
+                     help="moves per second per bot, about a person's pace by default "
+                          "(%(default)s); 0: as fast as the server answers")
+    bot.add_argument("--strategy", choices=STRATEGY_CHOICES, default="mixed",
+                     help="greedy, lookahead, or mixed: the bots take turns (default)")
     bot.add_argument("--min-players", type=_positive_int, default=None,
                      help="with --host: seats to fill before starting (default: max(2, count))")
+    bot.add_argument("--lobby", type=float, default=DEMO_LOBBY_S, metavar="SECONDS",
+                     help="with --host: how long the lobby stays open for people to join before "
+                          "the bots start without them (default %(default)s; sooner once "
+                          "everyone who joined is ready)")
+    bot.add_argument("--wait-for", type=int, default=0, metavar="PEOPLE",
+                     help="with --host: do not start before this many people have joined")
+    bot.add_argument("--races", type=_positive_int, default=DEMO_RACES,
+                     help="races to play; the bots ask for each rematch (default %(default)s)")
+    bot.add_argument("--private", action="store_true",
+                     help="with --host: keep the room off the public list (public by default)")
+    bot.add_argument("--seed-bots", type=int, default=None, metavar="N",
+                     help="seed the bots' own randomness, to repeat a run")
     bot.add_argument("--name", default="bot", help="name prefix (default %(default)s)")
     _room_options(bot)
     bot.set_defaults(func=_bot)
+
+
+#: ``tripeaks bot`` defaults that make a room a person can race or watch.
+DEMO_PACE: Final = 1.5
+DEMO_LOBBY_S: Final = 30.0
+DEMO_RACES: Final = 10
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +164,20 @@ def _play(args: argparse.Namespace) -> int:
     return int(status or 0)
 
 
+def host_banner(args: argparse.Namespace, code: str) -> str:
+    """What ``tripeaks bot --host`` prints once its room is open: how to join and watch."""
+    web = http_base(args.server)
+    if args.wait_for:
+        when = f"the race starts once {args.wait_for} person(s) joined and everyone is ready"
+    else:
+        when = (f"the bots start in {args.lobby:g} s, or as soon as everyone who joined is "
+                "ready")
+    return (f"room code: {code}\n"
+            f"  race them:  tripeaks join {code} --server {args.server}\n"
+            f"  watch:      {web}/watch/{code}\n"
+            f"  {when}; {args.races} race(s), the bots ask for every rematch")
+
+
 def _first_commands(args: argparse.Namespace) -> list[str]:
     if args.start == "join":
         return [f"join {args.code}"]
@@ -154,22 +189,30 @@ def _first_commands(args: argparse.Namespace) -> list[str]:
 def _bot(args: argparse.Namespace) -> int:
     from client_cli.bot import BotSettings, run_bots
 
-    if args.pace is not None and args.pace <= 0:
-        print("error: --pace must be a positive number of moves per second", file=sys.stderr)
+    if args.pace < 0 or args.lobby < 0 or args.wait_for < 0:
+        print("error: --pace, --lobby and --wait-for cannot be negative", file=sys.stderr)
         return 2
+    options = None
+    if args.host:
+        options = room_options_from(args)
+        options = replace(options, public=not args.private)
 
     def report(name: str, event: str, detail: str) -> None:
         if event == "joined" and args.host and name == f"{args.name}1":
-            print(f"room code: {detail}", flush=True)
+            print(host_banner(args, detail), flush=True)
         elif event in ("start", "error"):
             print(f"{name}: {event} {detail}", flush=True)
 
-    settings = BotSettings(name_prefix=args.name, min_players=args.min_players, on_event=report)
+    settings = BotSettings(
+        name_prefix=args.name, min_players=args.min_players, on_event=report,
+        seed=args.seed_bots, lobby_s=args.lobby if args.host else 0.0,
+        wait_for=args.wait_for, races=args.races,
+    )
     try:
         results = asyncio.run(
             run_bots(
-                args.server, args.count, room=args.room, host=args.host, pace=args.pace,
-                strategy=args.strategy, options=room_options_from(args) if args.host else None,
+                args.server, args.count, room=args.room, host=args.host,
+                pace=args.pace or None, strategy=args.strategy, options=options,
                 settings=settings,
             )
         )

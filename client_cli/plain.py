@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TextIO
 
 from client_cli.board import UNDO, Action
-from client_cli.client import ClientError, GameClient, MoveVerdict
+from client_cli.client import ClientError, GameClient, MoveVerdict, by_standing, own_status
 from client_cli.render import plain_board
 from client_cli.results import clock, replay_steps, standing_lines, summary_lines
+from client_cli.seats import SeatFiles
 from protocol.rules.cards import CardError, parse_card
 from protocol.rules.game import DRAW
 from protocol.rules.layout import PEAK_CARDS
@@ -31,6 +33,12 @@ commands (one per line):
   lobby:     ready, unready, start (host), leave
   race:      p POSITION or p CARD (play, e.g. p 23 or p QH), d (draw), u (undo), r (resign)
   results:   rematch, replay, leave"""
+
+#: Opponents' progress is printed at most this often (finishes and resignations at once),
+#: so a screen reader is not flooded with a line per move.
+PROGRESS_EVERY_S = 5.0
+#: Seconds ``tripeaks join CODE --plain`` waits for the room before giving up.
+JOIN_WAIT_S = 15.0
 
 
 def parse_room_options(words: list[str]) -> m.RoomOptions:
@@ -87,6 +95,10 @@ class PlainUI:
         self.out = out
         self.commitment: str | None = None
         self._last_progress: dict[str, tuple[int, str]] = {}
+        self._unsaid: dict[str, str] = {}
+        self._progress_said_at = 0.0
+        #: The last error the server sent (``tripeaks join`` exits non-zero on one).
+        self.last_error: str | None = None
 
     def say(self, text: str) -> None:
         """Print one line at once (a pipe reader waits for it)."""
@@ -103,7 +115,7 @@ class PlainUI:
     def _on_welcome(self, welcome: object) -> None:
         assert isinstance(welcome, m.Welcome)
         again = " (seat restored)" if welcome.resumed else ""
-        self.say(f"connected as {welcome.name}{again}")
+        self.say(f"connected as {welcome.name}{again}; type help for the commands")
 
     def _on_reconnecting(self, why: object) -> None:
         self.say(f"connection lost ({why}); reconnecting…")
@@ -112,6 +124,7 @@ class PlainUI:
         self.say(f"disconnected: {why}")
 
     def _on_error(self, text: object) -> None:
+        self.last_error = str(text)
         self.say(f"error: {text}")
 
     def _on_room(self, room: object) -> None:
@@ -128,6 +141,9 @@ class PlainUI:
             f"room {room.code} [{room.phase.value}] {role}; players: {', '.join(members) or 'none'}"
             f"; spectators: {room.spectators}"
         )
+        if room.phase is m.Phase.FINISHED and self.client.state.race_over is None:
+            self.say("the last race here is over; the next starts when every player asks "
+                     "for a rematch")
 
     def _on_countdown(self, seconds: object) -> None:
         self.say(f"race starts in {seconds} s")
@@ -153,17 +169,41 @@ class PlainUI:
 
     def _on_progress(self, progress: object) -> None:
         assert isinstance(progress, m.Progress)
-        changed = []
+        urgent = False
         for line in progress.players:
+            if line.player_id == self.client.state.player_id:
+                continue  # our own board is printed after each move
             key = (line.cleared, line.status.value)
-            if self._last_progress.get(line.player_id) != key:
+            before = self._last_progress.get(line.player_id)
+            if before != key:
                 self._last_progress[line.player_id] = key
+                urgent |= before is not None and before[1] != key[1]
                 name = self.client.state.players.get(line.player_id)
-                changed.append(f"{name.name if name else line.player_id} {line.cleared}/28"
-                               + ("" if line.status is m.PlayerStatus.RACING
-                                  else f" {line.status.value}"))
-        if changed:
-            self.say("progress: " + ", ".join(changed))
+                racing = line.status is m.PlayerStatus.RACING
+                self._unsaid[line.player_id] = (
+                    f"{name.name if name else '?'} {line.cleared}/28"
+                    + ("" if racing else f" {line.status.value.replace('_', ' ')}"))
+        now = time.monotonic()
+        if self._unsaid and (urgent or now - self._progress_said_at >= PROGRESS_EVERY_S):
+            self._progress_said_at = now
+            self.say("progress: " + ", ".join(self._unsaid.values()))
+            self._unsaid.clear()
+
+    def status_lines(self) -> list[str]:
+        """``status``: the connection, the room, the clock and the standings."""
+        state = self.client.state
+        room = state.room
+        where = f"room {room.code} [{room.phase.value}]" if room else "not in a room"
+        lines = [f"connection: {state.connection}; {where}"]
+        if state.race is not None:
+            lines.append(f"race clock {clock(state.race_elapsed() * 1000)}; "
+                         f"you: {own_status(state) or 'watching'}")
+            for n, player in enumerate(by_standing(list(state.players.values())), 1):
+                you = " (you)" if player.player_id == state.player_id else ""
+                done = f", #{player.rank} in {clock(player.finish_ms)}" if player.finish_ms else ""
+                lines.append(f"  {n}. {player.name}{you}: {player.cleared}/28, "
+                             f"{player.moves} moves, {player.status.replace('_', ' ')}{done}")
+        return lines
 
     def _on_finish(self, finish: object) -> None:
         assert isinstance(finish, m.Finish)
@@ -226,8 +266,8 @@ class PlainUI:
                 self.say("no race on")
             self._print_board()
         elif verb == "status":
-            self.say(f"connection: {c.state.connection}; phase: "
-                     f"{c.state.phase.value if c.state.phase else 'not in a room'}")
+            for line in self.status_lines():
+                self.say(line)
         elif verb == "host":
             await c.create_room(parse_room_options(args))
         elif verb in ("join", "watch"):
@@ -279,8 +319,19 @@ class PlainUI:
 
 
 async def _until_race_over(client: GameClient, reader: asyncio.Task[None]) -> None:
-    while not reader.done() and client.state.race_over is None and client.state.room:
+    live = (m.Phase.COUNTDOWN, m.Phase.RACING)
+    while not reader.done() and client.state.race_over is None and client.state.phase in live:
         await asyncio.sleep(0.1)
+
+
+async def _joined(client: GameClient, ui: PlainUI, reader: asyncio.Task[None]) -> bool:
+    """After ``join CODE`` from the command line: True once in the room, False on an error."""
+    deadline = time.monotonic() + JOIN_WAIT_S
+    while client.state.room is None:
+        if ui.last_error is not None or reader.done() or time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 def _read_lines(stdin: TextIO) -> asyncio.Queue[str | None]:
@@ -316,9 +367,13 @@ async def run_plain(
     """
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    client = GameClient(url, name)
+    client = GameClient(url, name, seats=SeatFiles(url))
     ui = PlainUI(client, out)
     client.listener = ui.on_event
+    joining = [c.split()[1] for c in first or [] if c.startswith("join ")]
+    seat = client.seats.load(joining[0], name) if client.seats and joining else None
+    if seat is not None:
+        client.resume(seat)
     try:
         await client.connect()
     except ClientError as exc:
@@ -330,8 +385,12 @@ async def run_plain(
     try:
         if create is not None:
             await client.create_room(create)
-        for command in first or []:
+        # A seat taken back needs no join: the room and the race come with the welcome.
+        for command in [] if client.resumed else first or []:
             await ui.command(command)
+        if first and not await _joined(client, ui, reader):
+            ui.say(f"could not enter the room: {ui.last_error or 'no answer from the server'}")
+            return 1
         while not reader.done():
             next_line = asyncio.ensure_future(lines.get())
             await asyncio.wait({next_line, reader}, return_when=asyncio.FIRST_COMPLETED)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from client_cli.render import card_label
 from protocol.deals.commitment import verify_commitment, verify_deal
-from protocol.rules.cards import CardError, card_code
+from protocol.rules.cards import CardError
 from protocol.rules.game import DRAW, Deal, Game
 from protocol.rules.refusals import IllegalMoveError
 from protocol.wire import messages as m
@@ -22,6 +23,23 @@ STATUS_WORDS = {
     "timed_out": "out of time",
     "racing": "racing",
 }
+
+#: What par means, said next to it: nobody guesses it from the word.
+PAR_MEANING = "the fewest draws any win of this deal needs"
+
+
+def status_words(status: m.PlayerStatus, ended_by: m.RaceEnd) -> str:
+    """A final standing in words; still racing when the race was cut short is unfinished."""
+    if status is m.PlayerStatus.RACING and ended_by is not m.RaceEnd.ALL_DONE:
+        return "unfinished"
+    return STATUS_WORDS.get(status.value, status.value)
+
+
+def par_text(race: m.RaceOver) -> str:
+    """``par 13 draws (the fewest draws any win of this deal needs)``."""
+    if race.par is None:
+        return "par unknown"
+    return f"par {race.par} draw{'s' if race.par != 1 else ''} ({PAR_MEANING})"
 
 
 def clock(ms: int | float | None) -> str:
@@ -41,7 +59,7 @@ def standing_lines(race: m.RaceOver, me: str | None = None) -> list[str]:
         name = s.name + (" (bot)" if s.bot else "") + (" ← you" if s.player_id == me else "")
         time_text = clock(s.time_ms) if s.status is m.PlayerStatus.FINISHED else "–"
         lines.append(
-            f"{s.rank:>2}  {name:<24} {STATUS_WORDS.get(s.status.value, s.status.value):<11} "
+            f"{s.rank:>2}  {name:<24} {status_words(s.status, race.ended_by):<11} "
             f"{time_text:>8} {s.cleared:>5}/28 {s.moves:>5} {s.undos:>5}"
         )
     return lines
@@ -93,7 +111,7 @@ def verify(race: m.RaceOver, commitment_at_start: str | None = None) -> Verifica
 
 
 def replay_steps(race: m.RaceOver) -> list[str]:
-    """The winning line card by card: ``1. play 23 Q♥ (QH)`` or ``2. draw 7C``."""
+    """The winning line card by card, cards named as the board shows them: ``1. play 23 Q♥``."""
     deal = revealed_deal(race)
     if deal is None:
         return ["the revealed deal is not valid"]
@@ -102,10 +120,10 @@ def replay_steps(race: m.RaceOver) -> list[str]:
     for number, step in enumerate(race.solution, 1):
         try:
             if step == DRAW:
-                out.append(f"{number:>2}. draw {card_code(game.draw())}")
+                out.append(f"{number:>2}. draw {card_label(game.draw())}")
             else:
                 assert isinstance(step, int)
-                card = card_code(deal.peaks[step])
+                card = card_label(deal.peaks[step])
                 game.play(step)
                 out.append(f"{number:>2}. play {step:>2} {card}")
         except (IllegalMoveError, AssertionError):
@@ -117,10 +135,9 @@ def replay_steps(race: m.RaceOver) -> list[str]:
 def summary_lines(race: m.RaceOver, commitment_at_start: str | None = None) -> list[str]:
     """Par, practice flag, the revealed seed and the verdict of the checks."""
     check = verify(race, commitment_at_start)
-    par = "unknown" if race.par is None else f"{race.par} draws"
     kind = "practice race" if race.practice else "race"
     return [
-        f"{kind} {race.race_id} ended ({race.ended_by.value.replace('_', ' ')}); par: {par}",
+        f"{kind} {race.race_id} ended ({race.ended_by.value.replace('_', ' ')}); {par_text(race)}",
         f"seed: {race.seed}  candidate: {race.candidate}  "
         f"commitment {race.commitment[:16]}… {check.mark}",
         f"checks: commitment {'✔' if check.commitment_ok else '✗'}, "

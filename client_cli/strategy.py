@@ -17,6 +17,7 @@ positions seen), within an undo budget, and give up after that.
 
 from __future__ import annotations
 
+import random
 from typing import Final
 
 from client_cli.board import UNDO, UNKNOWN, Action, Knowledge
@@ -25,6 +26,8 @@ from protocol.rules.game import DRAW, Status
 from protocol.rules.layout import COVERED_BY, COVERS, PEAK_CARDS
 
 STRATEGIES: Final = ("greedy", "lookahead")
+#: What ``tripeaks bot --strategy`` accepts: a strategy, or ``mixed`` (bots take turns).
+STRATEGY_CHOICES: Final = (*STRATEGIES, "mixed")
 #: Undos a bot spends before it resigns a stuck game.
 UNDO_BUDGET: Final = 40
 #: Plays deep the lookahead searches (chains are short in practice).
@@ -103,10 +106,15 @@ def _key(known: Knowledge) -> StateKey:
 class Strategy:
     """One bot's decision maker; keeps the positions it has tried when undo is on."""
 
-    def __init__(self, name: str = "greedy", *, undo_budget: int = UNDO_BUDGET) -> None:
+    def __init__(
+        self, name: str = "greedy", *, undo_budget: int = UNDO_BUDGET,
+        rng: random.Random | None = None,
+    ) -> None:
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
         self.name = name
+        #: Breaks ties between equally good plays, so bots on one deal do not play alike.
+        self.rng = rng
         self.undo_budget = undo_budget
         self.undos_spent = 0
         self._tried: dict[StateKey, set[Action]] = {}
@@ -120,7 +128,11 @@ class Strategy:
         plays = [p for p in known.playable() if p not in tried]
         if plays:
             score = greedy_score if self.name == "greedy" else lookahead_score
-            best = max(plays, key=lambda p: score(known, p))
+            rng = self.rng
+            if rng is None:
+                best = max(plays, key=lambda p: score(known, p))
+            else:
+                best = max(plays, key=lambda p: (score(known, p), rng.random()))
             choice: Action = best
         elif known.stock_left and DRAW not in tried:
             choice = DRAW

@@ -9,6 +9,14 @@ import pytest
 from tests import pgutil
 
 
+@pytest.fixture(autouse=True)
+def _private_state_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients keep reconnect tokens under ``$XDG_STATE_HOME``: never the real one in tests."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[pgutil.PostgresCluster]:
     """A throwaway PostgreSQL server for the whole session, stopped at the end.

@@ -39,7 +39,8 @@ SUMMARIES: Final[dict[str, str]] = {
     "`finished`) or watch it (`spectator`, any phase). Answered by `room_state`, or an "
     "error: 106 no such room, 107 full, 108 no spectators, 102 race already running "
     "(countdown or racing), 118 the host kicked you and the room's next race has not "
-    "started yet.",
+    "started yet. A name a member of the room already has is shown with a number after it "
+    "(a second `root` sits as `root (2)`).",
     "Leave": "Leave the current room. Answered by `left`. Leaving a race counts as status "
     "`left` in the standings.",
     "Ready": "Set your ready flag in the lobby (`ready: false` to take it back). The host can "
@@ -57,7 +58,8 @@ SUMMARIES: Final[dict[str, str]] = {
     "error 113.",
     "Resign": "Give up the race; your status becomes `resigned`.",
     "Rematch": "In the finished phase: ask for another race in this room (shown as your ready "
-    "flag). When every seated player has asked, a new deal is dealt and the countdown starts.",
+    "flag). When every seated player has asked, a new deal is dealt and the countdown starts; "
+    "a player who leaves without asking no longer holds the others back.",
     "Ping": "Clock probe. Answered at once by `pong`.",
     "ListRooms": "Ask for the public rooms. Answered by `room_list`.",
     "Sync": "Ask for a fresh `room_state` and, for a player, `resync` (for example after a "

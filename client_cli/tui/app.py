@@ -17,6 +17,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from client_cli.client import ClientError, GameClient
+from client_cli.seats import SeatFiles
 from client_cli.tui.base import ClientScreen
 from client_cli.tui.home import HomeScreen
 from client_cli.tui.lobby import LobbyScreen
@@ -30,7 +31,11 @@ class TriPeaksApp(App[int]):
     """The terminal client: one connection, five screens."""
 
     TITLE = "TriPeaks Race"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "quit", priority=True)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "quit", priority=True),
+        # ctrl+c quits too, as in any terminal program (not Textual's "press ctrl+q" prompt).
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    ]
 
     def __init__(
         self,
@@ -46,16 +51,25 @@ class TriPeaksApp(App[int]):
         self.start_with = start
         self.start_code = code
         self.start_options = options
-        self.client = GameClient(url, name, self.on_client_event)
+        self.client = GameClient(url, name, self.on_client_event, seats=SeatFiles(url))
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
         self.run_worker(self._network(), group="net", exit_on_error=False)
 
     async def _network(self) -> None:
+        seats, name = SeatFiles(self.url), self.client.session.name
+        if self.start_with == "join" and self.start_code:
+            seat = seats.load(self.start_code, name)
+        else:
+            seat = seats.latest(name) if self.start_with == "home" else None
+        if seat is not None:
+            self.client.resume(seat)
         if not await self.ensure_connected():
             return
-        if self.start_with == "host":
+        if self.client.resumed:
+            self.notify("Back in your seat.", timeout=4)
+        elif self.start_with == "host":
             await self.client.create_room(self.start_options or m.RoomOptions())
         elif self.start_with in ("join", "watch") and self.start_code:
             await self.client.join(self.start_code, spectate=self.start_with == "watch")
@@ -87,8 +101,9 @@ class TriPeaksApp(App[int]):
             self.notify(f"Left room {detail.code} ({detail.reason.value.replace('_', ' ')}).")
         self._follow_phase(event)
         screen = self.screen
-        if isinstance(screen, ClientScreen):
-            # A screen just switched to is not composed yet; it draws itself on mount.
+        # A screen just switched to is not mounted yet (its tables have no columns):
+        # it draws itself on mount.
+        if isinstance(screen, ClientScreen) and screen.is_mounted:
             with contextlib.suppress(NoMatches):
                 screen.on_client_event(event, detail)
 
@@ -102,6 +117,8 @@ class TriPeaksApp(App[int]):
             wanted = ResultsScreen
         elif room.phase is m.Phase.LOBBY:
             wanted = LobbyScreen
+        elif room.phase is m.Phase.FINISHED:
+            wanted = ResultsScreen  # joined between races: the rematch is asked for there
         elif state.role is m.Role.SPECTATOR:
             wanted = WatchScreen
         elif room.phase in (m.Phase.COUNTDOWN, m.Phase.RACING):
@@ -113,7 +130,7 @@ class TriPeaksApp(App[int]):
 
     def refresh_screen(self) -> None:
         screen = self.screen
-        if isinstance(screen, ClientScreen):
+        if isinstance(screen, ClientScreen) and screen.is_mounted:
             with contextlib.suppress(NoMatches):
                 screen.refresh_view()
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.css.query import NoMatches
-from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, Select, Static
 
 from client_cli.client import ClientError
 from client_cli.net import fetch_json
@@ -18,21 +20,35 @@ from client_cli.tui.base import ClientScreen
 from protocol.wire import messages as m
 
 
+class MarkedCheckbox(Checkbox):
+    """A checkbox whose state shows without colour: ``✔`` when on, blank when off."""
+
+    @property
+    def _button(self) -> Content:
+        self.BUTTON_INNER = "✔" if self.value else " "
+        return super()._button
+
+
 class HomeScreen(ClientScreen):
     """Create a room (every option), join or watch by code, browse public rooms."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "create", "create room"),
+        Binding("ctrl+r", "refresh_rooms", "refresh rooms"),
+    ]
     DEFAULT_CSS = """
     HomeScreen #forms { height: 1fr; }
     HomeScreen .panel { border: round $accent; padding: 0 1; height: auto; }
-    HomeScreen #create-panel { width: 62; height: 100%; }
-    HomeScreen #side { width: 1fr; }
+    HomeScreen #create-panel { width: 3fr; max-width: 62; height: 100%; }
+    HomeScreen #side { width: 2fr; min-width: 32; }
     HomeScreen .row { height: 1; margin-bottom: 1; }
-    HomeScreen .row Label { width: 26; }
+    HomeScreen .row Label { width: 24; }
     HomeScreen .row Input { width: 1fr; }
     HomeScreen .row Select { width: 1fr; }
     HomeScreen Checkbox { margin-bottom: 1; }
     HomeScreen .buttons { height: 3; }
-    HomeScreen #rooms { height: 12; }
+    HomeScreen .buttons Button { width: 1fr; min-width: 8; }
+    HomeScreen #rooms { height: auto; max-height: 10; }
     HomeScreen #title { text-style: bold; color: $accent; padding: 0 1; height: 1; }
     """
 
@@ -45,13 +61,13 @@ class HomeScreen(ClientScreen):
                 yield Button("Create room", id="create", variant="primary")
                 yield Label("")
                 yield from _row("Room name", _field("TriPeaks race", "opt-name", text=True))
-                yield Checkbox("Public (listed for everyone)", False, id="opt-public",
+                yield MarkedCheckbox("Public (listed for everyone)", False, id="opt-public",
                                compact=True)
                 yield from _row("Max players (2-16)", _field("8", "opt-max"))
-                yield Checkbox("Spectators allowed", True, id="opt-spectators", compact=True)
+                yield MarkedCheckbox("Spectators allowed", True, id="opt-spectators", compact=True)
                 yield from _row("Spectator delay (s)", _field("0", "opt-delay"))
-                yield Checkbox("Wrap: K and A adjacent", True, id="opt-wrap", compact=True)
-                yield Checkbox("Empty waste start", False, id="opt-empty", compact=True)
+                yield MarkedCheckbox("Wrap: K and A adjacent", True, id="opt-wrap", compact=True)
+                yield MarkedCheckbox("Empty waste start", False, id="opt-empty", compact=True)
                 yield from _row("Undo", Select(
                     [("off", "off"), ("free", "free"), ("time penalty", "penalty")],
                     value="penalty", allow_blank=False, id="opt-undo", compact=True))
@@ -62,11 +78,13 @@ class HomeScreen(ClientScreen):
                     [(d, d) for d in ("any", "easy", "medium", "hard")],
                     value="any", allow_blank=False, id="opt-difficulty", compact=True))
                 yield from _row("Practice seed", Input(
-                    "", id="opt-seed", placeholder="optional", compact=True, max_length=64))
+                    "", id="opt-seed", placeholder="optional", compact=True, max_length=64,
+                    select_on_focus=False))
             with Vertical(id="side"):
                 with Vertical(classes="panel"):
-                    yield Label("[b]Join or watch by code[/b]")
-                    yield Input("", id="code", placeholder="room code", max_length=16)
+                    yield Label("[b]Join or watch by code[/b] (enter joins)")
+                    yield Input("", id="code", placeholder="room code", max_length=16,
+                                select_on_focus=False)
                     with Horizontal(classes="buttons"):
                         yield Button("Join", id="join", variant="success")
                         yield Button("Watch", id="watch")
@@ -76,11 +94,12 @@ class HomeScreen(ClientScreen):
                     yield Static("", id="rooms-note")
                     yield Button("Refresh", id="refresh")
         yield from self.compose_status()
+        yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#rooms", DataTable)
         table.add_columns("code", "name", "players", "spectators", "state", "rules")
-        self.refresh_rooms()
+        self.action_refresh_rooms()
 
     def room_options(self) -> m.RoomOptions:
         """The form as room options; raises ``ValueError`` naming a bad field."""
@@ -111,7 +130,7 @@ class HomeScreen(ClientScreen):
             raise ValueError(str(exc)) from None
 
     @on(Button.Pressed, "#create")
-    async def do_create(self) -> None:
+    async def action_create(self) -> None:
         try:
             options = self.room_options()
         except ValueError as exc:
@@ -121,6 +140,7 @@ class HomeScreen(ClientScreen):
         await self.tripeaks.client.create_room(options)
 
     @on(Button.Pressed, "#join")
+    @on(Input.Submitted, "#code")
     async def do_join(self) -> None:
         await self._join(spectate=False)
 
@@ -137,7 +157,7 @@ class HomeScreen(ClientScreen):
         await self.tripeaks.client.join(code, spectate=spectate)
 
     @on(Button.Pressed, "#refresh")
-    def refresh_rooms(self) -> None:
+    def action_refresh_rooms(self) -> None:
         self.run_worker(self._load_rooms(), exclusive=True, group="rooms", exit_on_error=False)
 
     async def _load_rooms(self) -> None:
@@ -167,9 +187,12 @@ class HomeScreen(ClientScreen):
 
 
 def _field(value: str, widget_id: str, *, text: bool = False) -> Input:
+    # Tabbing into a field must not select its text: the next key would wipe it.
     if text:
-        return Input(value, id=widget_id, type="text", compact=True, max_length=40)
-    return Input(value, id=widget_id, type="integer", compact=True, max_length=4)
+        return Input(value, id=widget_id, type="text", compact=True, max_length=40,
+                     select_on_focus=False)
+    return Input(value, id=widget_id, type="integer", compact=True, max_length=4,
+                 select_on_focus=False)
 
 
 def _row(label: str, widget: Any) -> ComposeResult:

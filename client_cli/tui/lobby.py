@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import time
+from typing import ClassVar, Final
 
 from textual import on
 from textual.app import ComposeResult
@@ -12,6 +13,9 @@ from textual.widgets import Button, DataTable, Footer, Static
 
 from client_cli.tui.base import ClientScreen
 from protocol.wire import messages as m
+
+#: Seconds within which a second ``s`` confirms starting a race alone.
+SOLO_CONFIRM_S: Final = 5.0
 
 
 class LobbyScreen(ClientScreen):
@@ -30,11 +34,16 @@ class LobbyScreen(ClientScreen):
     LobbyScreen Grid { grid-size: 3; height: 3; width: 60; }
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.solo_asked_at = 0.0
+
     def compose(self) -> ComposeResult:
         yield Static("", id="code")
         yield Static("share this code: others join with  tripeaks join CODE", id="hint")
         yield DataTable(id="members", cursor_type="none")
         yield Static("", id="options")
+        yield Static("", id="lobby-message")
         with Grid():
             yield Button("Ready", id="ready", variant="success")
             yield Button("Start", id="start", variant="primary")
@@ -82,9 +91,21 @@ class LobbyScreen(ClientScreen):
 
     @on(Button.Pressed, "#start")
     async def action_start(self) -> None:
-        if not self.tripeaks.client.state.is_host:
+        state = self.tripeaks.client.state
+        if not state.is_host:
             self.app.notify("Only the host can start the race.", severity="warning")
             return
+        alone = state.room is not None and len(state.room.members) == 1
+        now = time.monotonic()
+        if alone and now - self.solo_asked_at > SOLO_CONFIRM_S:
+            # Nobody can join once it starts: a friend a few seconds late would be refused.
+            self.solo_asked_at = now
+            self.query_one("#lobby-message", Static).update(
+                "nobody else is here yet: press s again to race alone"
+            )
+            return
+        self.solo_asked_at = 0.0
+        self.query_one("#lobby-message", Static).update("")
         await self.tripeaks.client.start()
 
     @on(Button.Pressed, "#leave")

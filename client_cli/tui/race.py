@@ -14,10 +14,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Digits, Static
 
 from client_cli.board import UNDO
-from client_cli.client import ClientState, MoveVerdict, Opponent, own_status
+from client_cli.client import ClientState, MoveVerdict, Opponent, by_standing, own_status
 from client_cli.render import POSITION_OF_KEY, describe, draw_board
 from client_cli.results import clock
-from client_cli.tui.base import ClientScreen, progress_bar
+from client_cli.tui.base import BAR_WIDTH, ClientScreen, progress_bar
 from protocol.rules.game import DRAW
 from protocol.rules.layout import PEAK_CARDS
 from protocol.wire import messages as m
@@ -26,15 +26,15 @@ FLASH_S: Final = 0.8
 RESIGN_CONFIRM_S: Final = 3.0
 
 
-def opponent_lines(players: list[Opponent], me: str | None) -> Text:
-    """The side panel: one block per player with a live bar, status and finish time."""
+def opponent_lines(players: list[Opponent], me: str | None, width: int = BAR_WIDTH) -> Text:
+    """The side panel: one block per player, by standing, with a live bar, status and time."""
     out = Text()
-    for player in players:
+    for player in by_standing(players):
         name = player.name + (" (you)" if player.player_id == me else "")
         name += " 🤖" if player.bot else ""
-        out.append(f"{name}\n", "bold" if player.player_id == me else "")
-        out.append_text(progress_bar(player.cleared))
-        out.append(f"  {player.moves} moves", "grey70")
+        out.append(f"{name[: width + 6]}\n", "bold" if player.player_id == me else "")
+        out.append_text(progress_bar(player.cleared, width))
+        out.append(f"\n  {player.moves} moves", "grey70")
         status = player.status if player.connected else f"{player.status}, offline"
         if player.finish_ms is not None:
             status = f"#{player.rank} in {clock(player.finish_ms)}"
@@ -69,13 +69,13 @@ class RaceScreen(ClientScreen):
     ]
     DEFAULT_CSS = """
     RaceScreen #main { height: 1fr; }
-    RaceScreen #left { width: 66; }
-    RaceScreen #clock { text-style: bold; height: 1; }
-    RaceScreen #countdown { color: $warning; width: auto; display: none; }
-    RaceScreen #board { height: 17; }
+    RaceScreen #left { width: 62; }
+    RaceScreen #clock { text-style: bold; height: 2; }
+    RaceScreen #countdown { color: $warning; width: auto; height: 3; display: none; }
+    RaceScreen #board { height: 15; }
     RaceScreen #message { height: 2; color: $warning; }
-    RaceScreen #opponents { width: 1fr; border: round $accent; padding: 0 1; }
-    RaceScreen #keys { color: $text-muted; }
+    RaceScreen #opponents { width: 1fr; min-width: 18; border: round $accent; padding: 0 1; }
+    RaceScreen #keys { color: $text-muted; height: auto; }
     """
 
     def __init__(self) -> None:
@@ -93,8 +93,8 @@ class RaceScreen(ClientScreen):
                 yield Static("", id="board")
                 yield Static("", id="message")
                 yield Static(
-                    "keys: 1-0 bottom row · a-l row 2 · z-n row 1 · q w e tops · "
-                    "space draw · u undo · r resign", id="keys")
+                    "keys: 1-0 bottom row · a-l row 2 · z-n row 1 · q w e tops\n"
+                    "space draw · u undo · r r resign · ctrl+q quit", id="keys")
             yield VerticalScroll(Static("", id="opponent-list"), id="opponents")
         yield from self.compose_status()
 
@@ -106,17 +106,18 @@ class RaceScreen(ClientScreen):
         state = self.tripeaks.client.state
         left = state.countdown_left()
         countdown = self.query_one("#countdown", Digits)
-        countdown.display = left is not None
-        if left is not None:
+        counting = left is not None and state.board is None
+        countdown.display = counting
+        if left is not None and counting:
             countdown.update(str(math.ceil(left)))
-            if state.board is None:
-                self.query_one("#board", Static).update(
-                    f"the race starts in {math.ceil(left)} s — the cards show their keys"
-                )
+            self.query_one("#clock", Static).update(
+                f"the race starts in {math.ceil(left)} s — the cards will show their keys"
+            )
         if state.race is not None:
+            # Two lines: at 62 columns one line lost the counts once a penalty showed.
             self.query_one("#clock", Static).update(
                 f"race clock {clock(state.race_elapsed() * 1000)}{penalty_text(state)}"
-                f"   {own_status(state)}   {own_counts(state)}"
+                f"   {own_status(state)}\n{own_counts(state)}"
             )
         if self.flash_position is not None and time.monotonic() > self.flash_until:
             self.flash_position = None
@@ -127,12 +128,16 @@ class RaceScreen(ClientScreen):
         self.draw_board()
         state = self.tripeaks.client.state
         players = list(state.players.values())
-        self.query_one("#opponent-list", Static).update(opponent_lines(players, state.player_id))
+        panel = self.query_one("#opponents")
+        width = max(6, min(BAR_WIDTH, panel.content_size.width - 6))
+        self.query_one("#opponent-list", Static).update(
+            opponent_lines(players, state.player_id, width))
         self.query_one("#message", Static).update(self.message)
 
     def draw_board(self) -> None:
         board = self.tripeaks.client.state.board
         widget = self.query_one("#board", Static)
+        widget.display = board is not None or self.tripeaks.client.state.countdown_left() is None
         if board is None:
             widget.update("waiting for the deal…")
             return
@@ -146,6 +151,8 @@ class RaceScreen(ClientScreen):
                 self.message = f"★ you finished #{detail.rank} in {clock(detail.time_ms)}!"
         elif event in ("board", "race_start"):
             self.message = ""
+            if event == "race_start":
+                self.query_one("#countdown", Digits).display = False
         elif event == "reconnecting":
             self.message = "connection lost — reconnecting… (your moves are kept)"
         elif event == "resync":

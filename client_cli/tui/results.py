@@ -8,11 +8,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
-from textual.widgets import Button, DataTable, Static
+from textual.widgets import Button, DataTable, Footer, Static
 
 from client_cli.board import Knowledge
 from client_cli.render import draw_board
-from client_cli.results import clock, replay_steps, revealed_deal, verify
+from client_cli.results import clock, par_text, replay_steps, revealed_deal, status_words, verify
 from client_cli.tui.base import ClientScreen
 from protocol.rules.game import Game
 from protocol.wire import messages as m
@@ -25,6 +25,8 @@ class ResultsScreen(ClientScreen):
         Binding("n", "step(1)", "next card"),
         Binding("p", "step(-1)", "previous card"),
         Binding("a", "autoplay", "play the line"),
+        Binding("m", "rematch", "rematch"),
+        Binding("l", "leave", "leave"),
     ]
     DEFAULT_CSS = """
     ResultsScreen #standings { height: auto; max-height: 18; }
@@ -45,9 +47,10 @@ class ResultsScreen(ClientScreen):
         yield Static("", id="replay-step")
         yield Static("", id="replay-board")
         with Grid():
-            yield Button("Rematch", id="rematch", variant="primary")
-            yield Button("Leave", id="leave", variant="error")
+            yield Button("Rematch (m)", id="rematch", variant="primary")
+            yield Button("Leave (l)", id="leave", variant="error")
         yield from self.compose_status()
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#standings", DataTable).add_columns(
@@ -60,7 +63,12 @@ class ResultsScreen(ClientScreen):
         super().refresh_view()
         state = self.tripeaks.client.state
         race = state.race_over
+        self.query_one("#rematch", Button).disabled = state.role is m.Role.SPECTATOR
         if race is None:
+            # Joined between races: nothing to rank, but the rematch is asked for here.
+            self.query_one("#summary", Static).update(
+                "the last race ended before you joined\n" + rematch_text(state.room)
+            )
             return
         table = self.query_one("#standings", DataTable)
         table.clear()
@@ -68,19 +76,20 @@ class ResultsScreen(ClientScreen):
             name = s.name + (" (bot)" if s.bot else "") + (
                 " ← you" if s.player_id == state.player_id else "")
             time_text = clock(s.time_ms) if s.status is m.PlayerStatus.FINISHED else "–"
-            table.add_row(str(s.rank), name, s.status.value.replace("_", " "), time_text,
+            table.add_row(str(s.rank), name, status_words(s.status, race.ended_by), time_text,
                           f"{s.cleared}/28", str(s.moves), str(s.undos))
         commitment = state.race.commitment if state.race is not None else None
         check = verify(race, commitment)
-        par = "unknown" if race.par is None else f"{race.par} draws"
+        ended = "" if race.ended_by is m.RaceEnd.ALL_DONE else (
+            f"race ended early ({race.ended_by.value.replace('_', ' ')}) · ")
         self.query_one("#summary", Static).update(
-            f"par {par} · {'practice race · ' if race.practice else ''}seed {race.seed!r} · "
+            f"{ended}{par_text(race)}\n"
+            f"{'practice race · ' if race.practice else ''}seed {race.seed!r} · "
             f"commitment {race.commitment[:12]}… {'✔' if check.commitment_ok else '✗'} · "
             f"deal {'✔' if check.deal_ok else '✗'} · winning line {'✔' if check.line_ok else '✗'}"
             f"\nwinning line: {len(race.solution)} steps — n / p to step, a to play it"
             f"\n{rematch_text(state.room)}"
         )
-        self.query_one("#rematch", Button).disabled = state.role is m.Role.SPECTATOR
         self.draw_replay()
 
     def draw_replay(self) -> None:
@@ -122,12 +131,15 @@ class ResultsScreen(ClientScreen):
                 self.action_step(1)
 
     @on(Button.Pressed, "#rematch")
-    async def rematch(self) -> None:
+    async def action_rematch(self) -> None:
+        state = self.tripeaks.client.state
+        if state.role is m.Role.SPECTATOR:
+            return
         await self.tripeaks.client.rematch()
-        self.app.notify("Rematch asked for; waiting for the room.")
+        self.app.notify("Rematch asked for; it starts when everyone still here has asked.")
 
     @on(Button.Pressed, "#leave")
-    async def leave(self) -> None:
+    async def action_leave(self) -> None:
         await self.tripeaks.client.leave()
 
 
@@ -137,5 +149,5 @@ def rematch_text(room: m.RoomState | None) -> str:
         return ""
     asked = [x.name for x in room.members if x.ready]
     if not asked:
-        return "rematch: press the button; the next race starts when every player has"
+        return "rematch: press m; the next race starts when every player still here has"
     return f"rematch asked by {', '.join(asked)} ({len(asked)}/{len(room.members)})"

@@ -23,6 +23,7 @@ outputs in :mod:`server.race.outputs`; the progress line and spectator boards ar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 from protocol.deals.commitment import commitment
@@ -31,6 +32,7 @@ from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.fast import FRESH, REASON, MoveOutcome, move_result_message
 from protocol.wire.lifecycle import PhaseEvent, next_phase
 from protocol.wire.messages import (
+    MAX_NAME_LENGTH,
     BoardView,
     Countdown,
     Error,
@@ -103,6 +105,8 @@ class Room:
         self.closed = False
         self._ticket = 0
         self._pending: PendingRace | None = None
+        #: The fresh values of the last rematch request, for a rematch that a leave completes.
+        self._rematch_fresh: Fresh | None = None
         self._dirty: set[str] = set()
         self._shown = BoardsShown()
         self._progress_due: int | None = None
@@ -177,10 +181,20 @@ class Room:
             raise ProtocolError(ErrorCode.KICKED)
         if len(self.seats) >= self.options.max_players:
             raise ProtocolError(ErrorCode.ROOM_FULL)
-        self.seats[pid] = Seat(who)
+        self.seats[pid] = Seat(self._distinct(who))
         if self.host_id is None:
             self.host_id = pid
         return [CancelTimer(EMPTY_TIMER), *self._state_changed()]
+
+    def _distinct(self, who: Identity) -> Identity:
+        """``who`` under a name no member has: a second ``root`` sits as ``root (2)``."""
+        taken = {seat.identity.name for seat in self.seats.values()}
+        number, name = 1, who.name
+        while name in taken:
+            number += 1
+            suffix = f" ({number})"
+            name = who.name[: MAX_NAME_LENGTH - len(suffix)] + suffix
+        return who if name == who.name else replace(who, name=name)
 
     def _add_spectator(self, who: Identity, now_ms: int) -> list[Output]:
         if not self.options.allow_spectators:
@@ -224,6 +238,8 @@ class Room:
             self._pending = None
             self.phase = next_phase(self.phase, PhaseEvent.ALL_LEFT)
         outputs += self._state_changed()
+        # The last one who had not asked for the rematch is gone: everyone left has.
+        outputs += self._rematch_if_all_asked()
         return outputs + self._maybe_empty(now_ms)
 
     def kick(self, host_id: str, target: str, now_ms: int) -> list[Output]:
@@ -307,11 +323,22 @@ class Room:
         return self._begin(fresh, PhaseEvent.START)
 
     def rematch(self, player_id: str, now_ms: int, fresh: Fresh) -> list[Output]:
-        """A member asks for a rematch; when every member has, the next race begins."""
+        """A member asks for a rematch; when every member has, the next race begins.
+
+        A member who leaves without asking no longer holds the others back (:meth:`leave`).
+        """
         self.seats[player_id].ready = True
-        if all(seat.ready for seat in self.seats.values()):
-            return self._begin(fresh, PhaseEvent.REMATCH)
-        return self._state_changed()
+        self._rematch_fresh = fresh
+        return self._rematch_if_all_asked() or self._state_changed()
+
+    def _rematch_if_all_asked(self) -> list[Output]:
+        fresh = self._rematch_fresh
+        if self.phase is not Phase.FINISHED or fresh is None or not self.seats:
+            return []
+        if not all(seat.ready for seat in self.seats.values()):
+            return []
+        self._rematch_fresh = None
+        return self._begin(fresh, PhaseEvent.REMATCH)
 
     def _begin(self, fresh: Fresh, event: PhaseEvent) -> list[Output]:
         phase = next_phase(self.phase, event)

@@ -177,7 +177,7 @@ async def test_the_bot_command_hosts_races_and_exits_zero(tmp_path: Path) -> Non
     async with running_server(tmp_path) as server:
         status, out, err = await run_cli(
             "bot", "--server", server.ws_url, "--host", "--count", "2", "--countdown", "0",
-            "--strategy", "lookahead",
+            "--strategy", "lookahead", "--pace", "0", "--lobby", "0", "--races", "1",
         )
     assert status == 0, err
     assert "room code: " in out

@@ -52,12 +52,20 @@ async def test_a_move_refused_unhandled_is_resent_after_a_sync(tmp_path: Path) -
         client, loop, rival = await racing_pair(server.ws_url)
         board = client.state.board
         assert board is not None
+        errors: list[str] = []
+
+        def keep_errors(event: str, detail: object) -> None:
+            if event == "error":
+                errors.append(str(detail))
+
+        client.listener = keep_errors
         client.session.next_seq += 3  # as if three frames had been lost: the server wants 1
         for step in line[:5]:
             assert (await client.move(step)).sent
-        await until(lambda: "seq" in client.state.last_error.lower())
+        await until(lambda: any("seq" in error.lower() for error in errors))
         await until(lambda: not board.pending and board.confirmed.moves == 5)
         assert board.next_seq == 6
+        assert client.state.last_error == ""  # the moves that followed went through
         await client.close()
         loop.cancel()
         await rival.close()

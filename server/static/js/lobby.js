@@ -77,13 +77,14 @@ function raceItem(race) {
   if (winner && winner.status === "finished") {
     summary = `won by ${winner.name} in ${formatMs(winner.finish_ms)}`;
   } else if (winner) {
-    summary = `nobody finished; ${winner.name} came first`;
+    summary = `nobody cleared the board; ${winner.name} ranked first`;
   }
   return el("li", { "data-race": race.race_id }, [
     el("a", { href: `/races/${encodeURIComponent(race.race_id)}` },
       `${race.room_name}${race.practice ? " (practice)" : ""}`),
     el("span", { class: "muted" },
-      ` · ${started} · ${race.players.length} players${summary ? ` · ${summary}` : ""}`),
+      ` · ${started} · ${race.players.length} player${race.players.length === 1 ? "" : "s"}` +
+      `${summary ? ` · ${summary}` : ""}`),
   ]);
 }
 

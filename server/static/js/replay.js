@@ -217,8 +217,11 @@ async function main() {
     showMessage(message, `Could not load race “${raceId}”: ${error.message}.`, "error");
     return;
   }
-  $("race-title").textContent = `Race ${race.race_id}${race.practice ? " (practice)" : ""}`;
-  document.title = `Race ${race.race_id} · TriPeaks Race`;
+  // Named by its room and time: the hex race id means nothing to a reader.
+  const when = new Date(race.started_at_ms).toLocaleString();
+  const practice = race.practice ? " (practice)" : "";
+  $("race-title").textContent = `${race.room_name}${practice} · ${when}`;
+  document.title = `${race.room_name}${practice}, ${when} · TriPeaks Race`;
   $("race-room").textContent = `${race.room_name} (${race.room_code})`;
   $("race-started").textContent = new Date(race.started_at_ms).toLocaleString();
   $("race-par").textContent = race.par === null ? "unknown" : `${race.par} draws`;
