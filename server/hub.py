@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -62,7 +63,9 @@ from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
+from server.storage.spool import Spool, spool_path
 from server.storage.store import RaceStore
+from server.storage.writer import ResultWriter
 from server.transport.connection import Connection, Frame
 from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
@@ -73,16 +76,23 @@ _SAMPLE: Final = Metrics.MOVE_SAMPLE
 #: The phases in which the life-cycle table lets a seated player move, and anyone else
 #: (named here so the move fast path makes no call or dict lookup for them).
 _SEATED_MOVES: Final = MOVE_PHASES[m.Role.PLAYER]
+#: Races remembered for the "stored now" note to their players.
+_MAX_UNSAVED_NOTES: Final = 1000
 _UNSEATED_MOVES: Final = MOVE_PHASES[None]
 
 
 @dataclass(eq=False, slots=True)
 class RoomHandle:
-    """A room plus the shell's side of it: timers and the spectator feed."""
+    """A room plus the shell's side of it: timers, the spectator feed, and the frames
+    waiting for a race result to be stored."""
 
     room: Room
     feed: SpectatorFeed[m.ServerMessage]
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    #: Races of this room being written: race id -> stored? (None: not known yet).
+    writing: dict[str, bool | None] = field(default_factory=dict)
+    #: The room's frames since its race_over, sent (in order) once the result is written.
+    held: list[Output] = field(default_factory=list)
 
 
 def _fresh() -> Fresh:
@@ -130,7 +140,11 @@ class Hub:
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
-        self._saves: set[asyncio.Task[None]] = set()
+        self.writer = ResultWriter(store, _fallback(store), _Outcomes(self))
+        #: The room of each race whose result is being written.
+        self._writing: dict[str, RoomHandle] = {}
+        #: Races whose players were told "not saved" (newest last), for the note once it is.
+        self._unsaved: dict[str, tuple[RoomHandle, m.RaceOver]] = {}
         self._conn_ids = itertools.count(1)
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._preparing: set[tuple[Rules, Difficulty]] = set()
@@ -140,10 +154,13 @@ class Hub:
         self._loop = loop
         self._calls = self._message_table()
         self._room_outputs = self._room_output_table()
+        self._frames = self._frame_table()
         self._lobby_outputs = self._lobby_output_table()
 
     def start(self) -> None:
-        """Warm up: fill the deal queue for the default rules; start the heartbeat."""
+        """Warm up: fill the deal queue for the default rules; start the heartbeat and
+        the result writer."""
+        self.writer.start()
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
         if self.settings.heartbeat_s > 0:
             self.spawn(keep_alive(lambda: self.connections, self.now_ms, self.settings.heartbeat_s))
@@ -259,19 +276,27 @@ class Hub:
     # ---- the rooms' outputs -------------------------------------------------------
     def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
         return {
-            Send: self._send,
-            ToPlayers: self._to_players,
-            ToSpectators: self._to_spectators,
+            Send: self._frame,
+            ToPlayers: self._frame,
+            ToSpectators: self._frame,
+            Snapshot: self._frame,
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
-            SaveRace: lambda handle, out: self._save(out.record),
+            SaveRace: lambda handle, out: self._save(handle, out.record),
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
             ),
             RaceBegan: self._race_began,
             RaceEnded: self._race_ended,
             CloseRoom: lambda handle, out: self._forget_room(handle),
+        }
+
+    def _frame_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
+        return {
+            Send: self._send,
+            ToPlayers: self._to_players,
+            ToSpectators: self._to_spectators,
             Snapshot: self._snapshot,
         }
 
@@ -280,6 +305,16 @@ class Hub:
         table = self._room_outputs
         for out in outputs:
             table[type(out)](handle, out)
+
+    def _frame(self, handle: RoomHandle, out: Send | ToPlayers | ToSpectators | Snapshot) -> None:
+        """A frame for the room's members: sent now, or held while a result is written."""
+        message = getattr(out, "message", None)
+        if type(message) is m.RaceOver:
+            handle.writing.setdefault(message.race_id, None)
+        if handle.writing:
+            handle.held.append(out)
+            return
+        self._frames[type(out)](handle, out)
 
     def _send(self, _handle: RoomHandle, out: Send) -> None:
         conns = self._conns((out.player_id,))
@@ -401,25 +436,62 @@ class Hub:
             self._preparing.discard(key)
 
     # ---- storing -------------------------------------------------------------------
-    def _save(self, record: RaceRecord) -> None:
-        task = self._loop.create_task(self._save_now(record))
-        self._saves.add(task)
-        task.add_done_callback(self._saves.discard)
+    # A race's result is committed before anyone is told the race is over: its
+    # race_over, and every frame of its room after it, wait in RoomHandle.held
+    # until the writer reports the result stored (or kept for a retry).
+    def _save(self, handle: RoomHandle, record: RaceRecord) -> None:
+        handle.writing.setdefault(record.race_id, None)
+        self._writing[record.race_id] = handle
+        self.writer.submit(record)
 
-    async def _save_now(self, record: RaceRecord) -> None:
-        try:
-            await self.store.save_race(record)
-        except Exception:
-            self.metrics.storage_errors.inc()
-            logs.failure("race_save_failed", race_id=record.race_id)
+    def result_known(self, race_id: str, saved: bool) -> None:
+        """The writer's first word on a race: send the frames waiting behind it."""
+        handle = self._writing.pop(race_id, None)
+        if handle is None:
             return
-        self.metrics.stored_races.inc()
-        logs.event("race_saved", race_id=record.race_id, room=record.room_code)
+        handle.writing[race_id] = saved
+        if any(known is None for known in handle.writing.values()):
+            return  # another race of this room is still being written
+        outcomes, handle.writing = handle.writing, {}
+        held, handle.held = handle.held, []
+        with self.batch:
+            for out in held:
+                self._release(handle, out, outcomes)
+
+    def _release(self, handle: RoomHandle, out: Output, outcomes: dict[str, bool | None]) -> None:
+        if isinstance(out, ToPlayers | ToSpectators) and type(out.message) is m.RaceOver:
+            over = out.message
+            if outcomes.get(over.race_id) is False:
+                over = dataclasses.replace(over, saved=False)
+                out = dataclasses.replace(out, message=over)
+                self._note_unsaved(handle, over)
+        self._frames[type(out)](handle, out)
+
+    def _note_unsaved(self, handle: RoomHandle, over: m.RaceOver) -> None:
+        self._unsaved[over.race_id] = (handle, over)
+        while len(self._unsaved) > _MAX_UNSAVED_NOTES:
+            del self._unsaved[next(iter(self._unsaved))]
+
+    def result_stored_late(self, race_id: str) -> None:
+        """A race whose players heard "not saved" is stored now: tell them, if its room
+        still shows that race (a later race_over would only confuse a new race)."""
+        told = self._unsaved.pop(race_id, None)
+        if told is None:
+            return
+        handle, over = told
+        room = handle.room
+        if self.handles.get(room.code) is not handle or room.race_id != race_id:
+            return
+        if room.phase is not m.Phase.FINISHED:
+            return
+        over = dataclasses.replace(over, saved=True)
+        with self.batch:
+            self._to_players(handle, ToPlayers(over))
+            self._to_spectators(handle, ToSpectators(over, key="over"))
 
     async def wait_saved(self, timeout: float) -> None:
-        """Wait for every pending race write (at most ``timeout`` seconds)."""
-        if self._saves:
-            await asyncio.wait(list(self._saves), timeout=timeout)
+        """Wait (at most ``timeout`` seconds) until every race result has been tried once."""
+        await self.writer.drain(timeout)
 
     # ---- connections -----------------------------------------------------------
     def next_conn_id(self) -> int:
@@ -576,7 +648,8 @@ class Hub:
 
     # ---- shutdown ------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Stop: end running races (stored as they stand), tell everyone, close, flush."""
+        """Stop: end running races, store them (then they are announced), tell everyone
+        and close."""
         self.closing = True
         now = self.now_ms()
         for handle in list(self.handles.values()):
@@ -587,15 +660,68 @@ class Hub:
             for timer in handle.timers.values():
                 timer.cancel()
             handle.timers.clear()
+        # The aborted races' race_over frames wait for their write, so write first.
+        await self.writer.close(self.settings.shutdown_timeout_s)
         closers = [
             conn.close(CloseCode.GOING_AWAY, "server shutting down")
             for conn in list(self.connections)
         ]
         if closers:
             await asyncio.gather(*closers, return_exceptions=True)
-        await self.wait_saved(self.settings.shutdown_timeout_s)
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.gather(*self._tasks, return_exceptions=True)
         logs.event("hub_stopped", rooms=len(self.rooms))
+
+
+def _fallback(store: RaceStore) -> Spool | None:
+    """The fallback file for results the database refuses, if its directory can exist."""
+    try:
+        path = spool_path(store)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        logs.event("no_fallback_file", level=logging.WARNING, db=store.url)
+        return None
+    return Spool(path)
+
+
+@dataclass(eq=False, slots=True)
+class _Outcomes:
+    """The writer's reports, carried out by the hub (logs, metrics, the held frames)."""
+
+    hub: Hub
+
+    def stored(self, race_ids: Sequence[str], *, late: bool) -> None:
+        hub = self.hub
+        for race_id in race_ids:
+            hub.metrics.stored_races.inc()
+            logs.event("race_saved", race_id=race_id, late=late)
+            try:
+                if late:
+                    hub.result_stored_late(race_id)
+                else:
+                    hub.result_known(race_id, True)
+            except Exception:
+                logs.failure("race_release_failed", race_id=race_id)
+
+    def not_stored(self, race_ids: Sequence[str], error: str, *, first: bool) -> None:
+        hub = self.hub
+        hub.metrics.storage_errors.inc()
+        logs.event(
+            "race_save_failed", level=logging.ERROR, race_ids=list(race_ids), reason=error,
+            retry=not first, waiting=hub.writer.waiting,
+        )
+        if first:
+            for race_id in race_ids:
+                try:
+                    hub.result_known(race_id, False)
+                except Exception:
+                    logs.failure("race_release_failed", race_id=race_id)
+
+    def lost(self, record: RaceRecord, error: str) -> None:
+        # The last copy: the whole result goes into the log.
+        logs.event(
+            "race_lost", level=logging.ERROR, race_id=record.race_id, reason=error,
+            record=record.to_json(),
+        )

@@ -196,6 +196,9 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RaceOver", "deal"): "the full deal",
     ("RaceOver", "solution"): "a winning line: positions to play and `\"draw\"`s, in order",
     ("RaceOver", "par"): "fewest draws any win needs (null: not computed)",
+    ("RaceOver", "saved"): (
+        "the result is stored (false: not yet; see \"When a result cannot be stored\")"
+    ),
     ("SpectatorBoard", "player_id"): "whose board",
     ("SpectatorBoard", "view"): "their view",
     ("SpectatorBoard", "elapsed_ms"): "race time of this view",

@@ -16,6 +16,7 @@ message that names the database (passwords hidden)::
     +-- DatabaseUnavailableError  cannot connect, or the connection died
     +-- SchemaTooNewError         the database was migrated by newer code
     +-- DuplicateRaceError        another race already has this id
+    +-- DatabaseNotWritableError  the database can be read but not written
 
 The tables and the record <-> row mapping live in :mod:`server.storage.schema`.
 """
@@ -84,6 +85,14 @@ class DuplicateRaceError(StorageError):
     """A race with this id is already stored; stored races are never overwritten."""
 
 
+class DatabaseNotWritableError(StorageError):
+    """The database opens and reads, but refuses writes (read-only file, mount or role)."""
+
+
+class _RollBack(Exception):
+    """Raised inside a transaction to roll it back on purpose."""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One versioned schema step: its SQL statements for one back end."""
@@ -96,9 +105,14 @@ class Migration:
 def default_db_url() -> str:
     """The SQLite URL used when no database is configured; creates its directory.
 
-    The directory is ``$TRIPEAKS_DATA_DIR``, else ``$XDG_DATA_HOME/tripeaks``,
-    else ``~/.local/share/tripeaks``.
+    The directory is :func:`data_dir`.
     """
+    return f"sqlite:///{data_dir() / 'tripeaks.db'}"
+
+
+def data_dir() -> Path:
+    """The server's data directory, created if missing: ``$TRIPEAKS_DATA_DIR``, else
+    ``$XDG_DATA_HOME/tripeaks``, else ``~/.local/share/tripeaks``."""
     explicit = os.environ.get("TRIPEAKS_DATA_DIR")
     if explicit:
         directory = Path(explicit).expanduser()
@@ -107,7 +121,7 @@ def default_db_url() -> str:
         base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
         directory = base / "tripeaks"
     directory.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{directory.resolve() / 'tripeaks.db'}"
+    return directory.resolve()
 
 
 def driver_url(url: str) -> URL:
@@ -219,6 +233,16 @@ class RaceStore:
         return self._display_url
 
     @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite database file (``None`` for PostgreSQL or an in-memory database)."""
+        database = self._engine.url.database or ""
+        if not self._is_sqlite or database in ("", ":memory:"):
+            return None
+        if database.startswith("file:"):
+            database = database.removeprefix("file:").split("?", 1)[0]
+        return Path(database).expanduser().resolve()
+
+    @property
     def dialect(self) -> str:
         """The back end: ``sqlite`` or ``postgresql``."""
         return str(self._engine.dialect.name)
@@ -264,6 +288,29 @@ class RaceStore:
         async with self._connection() as conn:
             return await _current_version(conn)
 
+    async def check_writable(self) -> None:
+        """Make a real write in a transaction and roll it back; raises
+        :class:`DatabaseNotWritableError` when the database refuses it.
+
+        A read-only file (permissions, ``chattr +i``, a read-only mount or a
+        ``mode=ro`` URI) or a read-only PostgreSQL session opens and reads
+        normally, so only a write shows that no result could ever be stored.
+        """
+        probe = schema_version.insert().values(version=0, name="write_probe", applied_at_ms=0)
+        try:
+            async with self._transaction(exclusive=True) as conn:
+                await conn.execute(probe)
+                raise _RollBack
+        except _RollBack:
+            return
+        except DatabaseUnavailableError:
+            raise
+        except StorageError as exc:
+            raise DatabaseNotWritableError(
+                f"{exc}: this database cannot be written, so no race result could be "
+                "stored; make it writable or point the server at another database"
+            ) from exc
+
     async def save_race(self, record: RaceRecord) -> None:
         """Store a finished race with its players and move logs, all or nothing.
 
@@ -272,35 +319,56 @@ class RaceStore:
         unreachable the write is retried a few times (about
         :attr:`retry_delay_s` doubling) before :class:`DatabaseUnavailableError`.
         """
+        await self.save_races((record,))
+
+    async def save_races(self, records: Sequence[RaceRecord]) -> None:
+        """Store several finished races in one transaction (one commit for all).
+
+        All or nothing, retried like :meth:`save_race`.  When one of them is
+        already stored, each is saved on its own instead, so records stored
+        before (an earlier attempt, a replay) change nothing and the others land.
+        """
+        if not records:
+            return
         try:
-            race_row, player_rows, move_rows = rows_of(record)
+            rows = [rows_of(record) for record in records]
         except ValueError as exc:
             raise StorageError(str(exc)) from exc
         delay = self.retry_delay_s
         for attempt in range(1, self.save_attempts + 1):
             try:
-                await self._insert(race_row, player_rows, move_rows)
+                await self._insert(rows)
                 return
             except IntegrityError as exc:
-                stored = await self.get_race(record.race_id)
-                if stored is None:
-                    raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
-                if _same(stored, record):
-                    return  # an earlier attempt (or caller) already stored it
-                raise DuplicateRaceError(
-                    f"another race with the id {record.race_id!r} is already stored"
-                ) from exc
+                if len(records) > 1:
+                    for record in records:
+                        await self.save_races((record,))
+                    return
+                await self._check_stored(records[0], exc)
+                return
             except DatabaseUnavailableError:
                 if attempt == self.save_attempts:
                     raise
                 await asyncio.sleep(delay)
                 delay *= 2
 
-    async def _insert(self, race_row: Row, player_rows: list[Row], move_rows: list[Row]) -> None:
+    async def _check_stored(self, record: RaceRecord, exc: IntegrityError) -> None:
+        """After a refused insert: fine if this very record is stored, else say why."""
+        stored = await self.get_race(record.race_id)
+        if stored is None:
+            raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
+        if not _same(stored, record):
+            raise DuplicateRaceError(
+                f"another race with the id {record.race_id!r} is already stored"
+            ) from exc
+
+    async def _insert(self, rows: Sequence[tuple[Row, list[Row], list[Row]]]) -> None:
         async with self._transaction(exclusive=True) as conn:
-            await conn.execute(races.insert(), [race_row])
+            await conn.execute(races.insert(), [race_row for race_row, _, _ in rows])
+            player_rows = [row for _, players, _ in rows for row in players]
             if player_rows:
                 await conn.execute(race_players.insert(), player_rows)
+            move_rows = [row for _, _, moves in rows for row in moves]
             if move_rows:
                 await conn.execute(race_moves.insert(), move_rows)
 
@@ -495,7 +563,7 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         for pragma in (
             "PRAGMA journal_mode=WAL",
             "PRAGMA foreign_keys=ON",
-            "PRAGMA synchronous=NORMAL",
+            "PRAGMA synchronous=FULL",
             f"PRAGMA busy_timeout={int(_SQLITE_BUSY_TIMEOUT_S * 1000)}",
         ):
             _execute_when_unlocked(cursor, pragma)
