@@ -136,11 +136,13 @@ class Hub:
         #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
         self.batch = WriteBatch()
         self.closing = False
-        self.metrics = Metrics(lambda: len(self.connections), self.lobby.rooms_by_state)
+        self.writer = ResultWriter(store, _fallback(store), _Outcomes(self))
+        self.metrics = Metrics(
+            lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
+        )
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
-        self.writer = ResultWriter(store, _fallback(store), _Outcomes(self))
         #: The room of each race whose result is being written.
         self._writing: dict[str, RoomHandle] = {}
         #: Races whose players were told "not saved" (newest last), for the note once it is.

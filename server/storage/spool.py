@@ -5,8 +5,9 @@ disk (``fsync``) before anyone is told the race is over.  Several servers may
 share one file: every change holds an exclusive ``flock`` on a lock file next
 to it, and :meth:`Spool.forget` rewrites the file (to a temporary file, then a
 rename) keeping every line it was not asked to drop.  A line cut short by a
-crash was never acknowledged, so :meth:`Spool.load` skips it (and any line
-that is not a race) and says how many it skipped.
+crash was never acknowledged (the append had not returned), so
+:meth:`Spool.load` sets it aside, with any line that is not a race, and says
+how many it set aside.
 
 Blocking file I/O: call these methods off the event loop (``asyncio.to_thread``).
 """
@@ -36,9 +37,11 @@ class Spool:
         """Add ``records`` durably; raises :class:`OSError` when the file cannot be written."""
         lines = b"".join(_line(record) for record in records)
         with self._locked():
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             size = os.fstat(fd).st_size
             try:
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    lines = b"\n" + lines  # after a torn line: start a line of our own
                 _write_all(fd, lines)
                 os.fsync(fd)
             except BaseException:
@@ -51,9 +54,29 @@ class Spool:
             _sync_dir(self.path.parent)
 
     def load(self) -> tuple[list[RaceRecord], int]:
-        """The records in the file (the first copy of each race) and the unreadable lines."""
+        """The records in the file (the first copy of each race) and the unreadable lines.
+
+        Unreadable lines (cut short by a crash, or not a race) move to a file
+        ending ``.unreadable`` next to this one, for a person to look at.
+        """
         with self._locked():
-            return self._read()
+            if not self.path.exists():
+                return [], 0
+            records: dict[str, RaceRecord] = {}
+            good: list[bytes] = []
+            bad: list[bytes] = []
+            for raw in self._raw_lines():
+                try:
+                    record = RaceRecord.from_json(json.loads(raw))
+                except (ValueError, RecordError):
+                    bad.append(raw)
+                    continue
+                good.append(raw)
+                records.setdefault(record.race_id, record)
+            if bad:
+                self._set_aside(bad)
+                self._rewrite(good)
+            return list(records.values()), len(bad)
 
     def forget(self, race_ids: Iterable[str]) -> int:
         """Drop the lines of these races (they are stored now); the number of lines left.
@@ -65,34 +88,33 @@ class Spool:
             if not self.path.exists():
                 return 0
             kept = [raw for raw in self._raw_lines() if _race_id_of(raw) not in dropped]
-            if not kept:
-                self.path.unlink(missing_ok=True)
-                _sync_dir(self.path.parent)
-                return 0
-            temporary = self.path.with_name(self.path.name + ".new")
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                _write_all(fd, b"".join(kept))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, self.path)
-            _sync_dir(self.path.parent)
+            self._rewrite(kept)
             return len(kept)
 
-    def _read(self) -> tuple[list[RaceRecord], int]:
-        records: dict[str, RaceRecord] = {}
-        bad = 0
-        if not self.path.exists():
-            return [], 0
-        for raw in self._raw_lines():
-            try:
-                record = RaceRecord.from_json(json.loads(raw))
-            except (ValueError, RecordError):
-                bad += 1
-                continue
-            records.setdefault(record.race_id, record)
-        return list(records.values()), bad
+    def _rewrite(self, lines: list[bytes]) -> None:
+        """Replace the file's content with ``lines`` (crash-safe: a new file, then a rename)."""
+        if not lines:
+            self.path.unlink(missing_ok=True)
+            _sync_dir(self.path.parent)
+            return
+        temporary = self.path.with_name(self.path.name + ".new")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, b"".join(lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, self.path)
+        _sync_dir(self.path.parent)
+
+    def _set_aside(self, lines: list[bytes]) -> None:
+        aside = self.path.with_name(self.path.name + ".unreadable")
+        fd = os.open(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            _write_all(fd, b"".join(lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _raw_lines(self) -> list[bytes]:
         with self.path.open("rb") as file:
@@ -128,7 +150,7 @@ def _race_id_of(raw: bytes) -> str | None:
     try:
         doc = json.loads(raw)
     except ValueError:
-        return None  # unreadable: kept, load() reports it
+        return None  # unreadable: kept, for load() to set aside
     race_id = doc.get("race_id") if isinstance(doc, dict) else None
     return race_id if isinstance(race_id, str) else None
 

@@ -24,6 +24,7 @@ The tables and the record <-> row mapping live in :mod:`server.storage.schema`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -271,6 +272,10 @@ class RaceStore:
                         await conn.execute(sa.text(statement))
                     except DBAPIError as exc:
                         # Raising inside the transaction rolls every step back.
+                        if _refuses_writes(exc):
+                            raise DatabaseNotWritableError(
+                                _not_writable(self._display_url, exc)
+                            ) from exc
                         raise StorageError(
                             f"migration {step.version:04d}_{step.name} failed on "
                             f"{self._display_url}: {_reason(exc)}; the schema stays at "
@@ -297,19 +302,10 @@ class RaceStore:
         normally, so only a write shows that no result could ever be stored.
         """
         probe = schema_version.insert().values(version=0, name="write_probe", applied_at_ms=0)
-        try:
+        with contextlib.suppress(_RollBack):
             async with self._transaction(exclusive=True) as conn:
                 await conn.execute(probe)
                 raise _RollBack
-        except _RollBack:
-            return
-        except DatabaseUnavailableError:
-            raise
-        except StorageError as exc:
-            raise DatabaseNotWritableError(
-                f"{exc}: this database cannot be written, so no race result could be "
-                "stored; make it writable or point the server at another database"
-            ) from exc
 
     async def save_race(self, record: RaceRecord) -> None:
         """Store a finished race with its players and move logs, all or nothing.
@@ -602,9 +598,35 @@ def _same(stored: RaceRecord, record: RaceRecord) -> bool:
 
 
 def _failure(store: RaceStore, exc: DBAPIError) -> StorageError:
-    """A driver error in the caller's terms; a dropped connection is 'unavailable'."""
-    kind = DatabaseUnavailableError if exc.connection_invalidated else StorageError
+    """A driver error in the caller's terms; a dropped connection is 'unavailable', a
+    refused write 'not writable'."""
+    kind: type[StorageError] = StorageError
+    if exc.connection_invalidated:
+        kind = DatabaseUnavailableError
+    elif _refuses_writes(exc):
+        return DatabaseNotWritableError(_not_writable(store.url, exc))
     return kind(f"database {store.url} failed: {_reason(exc)}")
+
+
+def _not_writable(url: str, exc: DBAPIError) -> str:
+    return (
+        f"database {url} cannot be written ({_reason(exc)}): no race result could be "
+        "stored; make it writable or point the server at another database"
+    )
+
+
+#: SQLSTATEs of a PostgreSQL session that may not write: read-only transaction,
+#: read-only standby / insufficient privilege.
+_PG_READ_ONLY: Final = frozenset({"25006", "42501"})
+
+
+def _refuses_writes(exc: DBAPIError) -> bool:
+    """A read-only SQLite file (SQLITE_READONLY and its variants) or PostgreSQL session."""
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) in _PG_READ_ONLY:
+        return True
+    code = getattr(orig, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_READONLY
 
 
 def _reason(exc: BaseException) -> str:
