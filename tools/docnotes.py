@@ -87,7 +87,9 @@ SUMMARIES: Final[dict[str, str]] = {
     "player.",
     "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
     "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "
-    "any client can check the commitment and recompute the deal (see \"Verifying a deal\").",
+    "any client can check the commitment and recompute the deal (see \"Verifying a deal\"). "
+    "Sent only once the result is stored, or with `saved: false` when it could not be yet "
+    "(see \"Results not yet stored\").",
     "SpectatorBoard": "To spectators only: one player's board as that player sees it, sent "
     "`spectator_delay_s` seconds late.",
     "Resync": "After a reconnect or a `sync`: where the race stands for this connection. "
@@ -197,7 +199,7 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RaceOver", "solution"): "a winning line: positions to play and `\"draw\"`s, in order",
     ("RaceOver", "par"): "fewest draws any win needs (null: not computed)",
     ("RaceOver", "saved"): (
-        "the result is stored (false: not yet; see \"When a result cannot be stored\")"
+        "the result is stored; false: not yet (a second `race_over` with true follows)"
     ),
     ("SpectatorBoard", "player_id"): "whose board",
     ("SpectatorBoard", "view"): "their view",
