@@ -59,6 +59,8 @@ class Spool:
         Unreadable lines (cut short by a crash, or not a race) move to a file
         ending ``.unreadable`` next to this one, for a person to look at.
         """
+        if not self.path.exists():
+            return [], 0  # nothing to read: no need for the lock (or its file)
         with self._locked():
             if not self.path.exists():
                 return [], 0

@@ -455,9 +455,7 @@ class _Guarded:
         except BaseException as exc:
             self._release()
             if isinstance(exc, DBAPIError | OSError):
-                raise DatabaseUnavailableError(
-                    f"cannot open database {self._store.url}: {_reason(exc)}"
-                ) from exc
+                raise _open_failure(self._store, exc) from exc
             raise
         try:
             if self._exclusive:
@@ -608,11 +606,24 @@ def _failure(store: RaceStore, exc: DBAPIError) -> StorageError:
     return kind(f"database {store.url} failed: {_reason(exc)}")
 
 
-def _not_writable(url: str, exc: DBAPIError) -> str:
+def _not_writable(url: str, exc: BaseException, why: str = "") -> str:
     return (
-        f"database {url} cannot be written ({_reason(exc)}): no race result could be "
-        "stored; make it writable or point the server at another database"
+        f"database {url} cannot be written ({_reason(exc)}{why}): no race result could "
+        "be stored; make it writable or point the server at another database"
     )
+
+
+def _open_failure(store: RaceStore, exc: BaseException) -> StorageError:
+    """A connection that would not open: a read-only SQLite file or directory (SQLite
+    cannot open a WAL database it may not write beside), else 'unavailable'."""
+    path = store.sqlite_path
+    writable = path is None or not path.is_file() or (
+        os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    )
+    if not writable:
+        why = f"; {path} or its directory is read-only"
+        return DatabaseNotWritableError(_not_writable(store.url, exc, why))
+    return DatabaseUnavailableError(f"cannot open database {store.url}: {_reason(exc)}")
 
 
 #: SQLSTATEs of a PostgreSQL session that may not write: read-only transaction,

@@ -19,6 +19,7 @@ import pytest
 
 from protocol.wire import messages as m
 from server.storage.store import RaceStore
+from tests import pgutil
 from tests.server.storage.diskfull import ROOMY, fill, limit_pages
 from tests.server.test_ops import LINE, SEED, get_json
 from tests.serverutil import TestClient, move_request, open_room, running_server
@@ -36,11 +37,12 @@ def database(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> st
 
 @contextlib.asynccontextmanager
 async def server_process(
-    db: str, *args: str
+    db: str, data_dir: Path
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
     """``tripeaks-server`` on a free port (killed at the end if still running)."""
     env = {
         **os.environ,
+        "TRIPEAKS_DATA_DIR": str(data_dir),
         "TRIPEAKS_PORT": "0",
         "TRIPEAKS_DB": db,
         "TRIPEAKS_DEAL_WORKERS": "1",
@@ -49,7 +51,7 @@ async def server_process(
     }
     exe = Path(sys.executable).with_name("tripeaks-server")
     proc = await asyncio.create_subprocess_exec(
-        str(exe), *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         env=env,
     )
     assert proc.stderr is not None
@@ -85,7 +87,7 @@ async def test_every_result_announced_before_a_sigkill_is_stored_with_its_moves(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     db = database(backend, tmp_path, request)
-    async with server_process(db) as (proc, port):
+    async with server_process(db, tmp_path) as (proc, port):
         ws_url = f"ws://127.0.0.1:{port}/ws"
         races = [await race_to_the_last_move(ws_url, f"p{i}") for i in range(RACES)]
         last = move_request(len(LINE), LINE[-1])
@@ -173,10 +175,13 @@ async def test_results_left_in_the_fallback_file_are_stored_at_the_next_start(
 
 
 # ---- a database that takes no writes -------------------------------------------------
-async def refused_start(db: str) -> dict[str, Any]:
+async def refused_start(db: str, data_dir: Path) -> dict[str, Any]:
     """Run ``tripeaks-server`` on ``db``; it must exit 2 with a JSON ``server_failed`` line."""
     exe = Path(sys.executable).with_name("tripeaks-server")
-    env = {**os.environ, "TRIPEAKS_PORT": "0", "TRIPEAKS_DEALS_AHEAD": "0", "TRIPEAKS_DB": db}
+    env = {
+        **os.environ, "TRIPEAKS_PORT": "0", "TRIPEAKS_DEALS_AHEAD": "0", "TRIPEAKS_DB": db,
+        "TRIPEAKS_DATA_DIR": str(data_dir),
+    }
     proc = await asyncio.create_subprocess_exec(
         str(exe), stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, env=env
     )
@@ -198,20 +203,25 @@ async def migrated_sqlite(tmp_path: Path) -> Path:
 
 async def test_a_sqlite_database_opened_read_only_is_refused_at_start_up(tmp_path: Path) -> None:
     path = await migrated_sqlite(tmp_path)
-    await refused_start(f"sqlite:///file:{path}?mode=ro&uri=true")
+    await refused_start(f"sqlite:///file:{path}?mode=ro&uri=true", tmp_path)
 
 
-async def test_an_immutable_sqlite_file_is_refused_at_start_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_directory", [False, True], ids=["file", "file_and_directory"])
+async def test_an_immutable_sqlite_file_is_refused_at_start_up(
+    tmp_path: Path, with_directory: bool
+) -> None:
+    """``chattr +i`` stops root's writes too, unlike file permissions."""
     path = await migrated_sqlite(tmp_path)
     if shutil.which("chattr") is None:
         pytest.skip("chattr is not installed")
-    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+    targets = [str(path), str(path.parent)] if with_directory else [str(path)]
+    made = subprocess.run(["chattr", "+i", *targets], capture_output=True, check=False)
     if made.returncode != 0:
         pytest.skip(f"cannot set the immutable flag here: {made.stderr.decode().strip()}")
     try:
-        await refused_start(f"sqlite:///{path}")
+        await refused_start(f"sqlite:///{path}", tmp_path)
     finally:
-        subprocess.run(["chattr", "-i", str(path)], check=True)
+        subprocess.run(["chattr", "-i", *targets], check=True)
 
 
 async def test_a_read_only_sqlite_file_in_a_read_only_directory_is_refused_at_start_up(
@@ -223,14 +233,14 @@ async def test_a_read_only_sqlite_file_in_a_read_only_directory_is_refused_at_st
     path.chmod(0o444)
     path.parent.chmod(0o555)
     try:
-        await refused_start(f"sqlite:///{path}")
+        await refused_start(f"sqlite:///{path}", tmp_path)
     finally:
         path.parent.chmod(0o755)
         path.chmod(0o644)
 
 
 async def test_a_read_only_postgresql_database_is_refused_at_start_up(
-    postgres_url: str, postgres_cluster: Any
+    postgres_url: str, postgres_cluster: Any, tmp_path: Path
 ) -> None:
     store = await RaceStore.connect(postgres_url)
     await store.close()
@@ -238,5 +248,31 @@ async def test_a_read_only_postgresql_database_is_refused_at_start_up(
     postgres_cluster.psql(
         "postgres", f"ALTER DATABASE {name} SET default_transaction_read_only = on"
     )
-    failed = await refused_start(postgres_url)
+    failed = await refused_start(postgres_url, tmp_path)
     assert "read-only" in failed["reason"]
+
+
+async def test_a_postgresql_outage_at_the_end_of_a_race_keeps_the_result_until_it_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRIPEAKS_DATA_DIR", str(tmp_path))  # where the fallback file goes
+    # A cluster of its own: stopping the shared one would disturb other tests.
+    cluster = pgutil.start_cluster_for_test()
+    try:
+        async with running_server(db=cluster.create_database()) as server:
+            host, race_id = await race_to_the_last_move(server.ws_url, "ann")
+            await asyncio.to_thread(cluster.pause)
+            await host.send(move_request(len(LINE), LINE[-1]))
+            over = await host.expect(m.RaceOver)
+            assert over.race_id == race_id and over.saved is False
+            body = await health(server.url)
+            assert body["status"] == "degraded" and body["storage"]["waiting"] == 1
+            assert Path(body["storage"]["fallback_file"]).parent == tmp_path
+            await asyncio.to_thread(cluster.resume)
+            again = await host.expect(m.RaceOver, timeout=60)
+            assert again.race_id == race_id and again.saved is True
+            record = await server.store.get_race(race_id)
+            assert record is not None and len(record.players[0].log) == len(LINE)
+            assert (await health(server.url))["status"] == "ok"
+    finally:
+        cluster.stop()
