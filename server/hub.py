@@ -17,12 +17,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
 import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -59,13 +58,12 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.ratelimit import CreditBucket
-from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
-from server.storage.spool import Spool, spool_path
 from server.storage.store import RaceStore
 from server.storage.writer import ResultWriter
+from server.storing import Storing
 from server.transport.connection import Connection, Frame
 from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
@@ -76,8 +74,6 @@ _SAMPLE: Final = Metrics.MOVE_SAMPLE
 #: The phases in which the life-cycle table lets a seated player move, and anyone else
 #: (named here so the move fast path makes no call or dict lookup for them).
 _SEATED_MOVES: Final = MOVE_PHASES[m.Role.PLAYER]
-#: Races remembered for the "stored now" note to their players.
-_MAX_UNSAVED_NOTES: Final = 1000
 _UNSEATED_MOVES: Final = MOVE_PHASES[None]
 
 
@@ -89,9 +85,8 @@ class RoomHandle:
     room: Room
     feed: SpectatorFeed[m.ServerMessage]
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
-    #: Races of this room being written: race id -> stored? (None: not known yet).
+    #: See :class:`server.storing.HeldRoom`.
     writing: dict[str, bool | None] = field(default_factory=dict)
-    #: The room's frames since its race_over, sent (in order) once the result is written.
     held: list[Output] = field(default_factory=list)
 
 
@@ -136,17 +131,17 @@ class Hub:
         #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
         self.batch = WriteBatch()
         self.closing = False
-        self.writer = ResultWriter(store, _fallback(store), _Outcomes(self))
+        self.storing: Storing[RoomHandle] = Storing(
+            store, self.batch, self.deliver,
+            lambda handle: self.handles.get(handle.room.code) is handle,
+            lambda ok: (self.metrics.stored_races if ok else self.metrics.storage_errors).inc(),
+        )
         self.metrics = Metrics(
             lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
         )
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
-        #: The room of each race whose result is being written.
-        self._writing: dict[str, RoomHandle] = {}
-        #: Races whose players were told "not saved" (newest last), for the note once it is.
-        self._unsaved: dict[str, tuple[RoomHandle, m.RaceOver]] = {}
         self._conn_ids = itertools.count(1)
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._preparing: set[tuple[Rules, Difficulty]] = set()
@@ -156,7 +151,10 @@ class Hub:
         self._loop = loop
         self._calls = self._message_table()
         self._room_outputs = self._room_output_table()
-        self._frames = self._frame_table()
+        self._frames: dict[type[Any], Callable[[RoomHandle, Any], None]] = {
+            Send: self._send, ToPlayers: self._to_players,
+            ToSpectators: self._to_spectators, Snapshot: self._snapshot,
+        }
         self._lobby_outputs = self._lobby_output_table()
 
     def start(self) -> None:
@@ -285,21 +283,13 @@ class Hub:
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
-            SaveRace: lambda handle, out: self._save(handle, out.record),
+            SaveRace: lambda handle, out: self.storing.save(handle, out.record),
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
             ),
             RaceBegan: self._race_began,
             RaceEnded: self._race_ended,
             CloseRoom: lambda handle, out: self._forget_room(handle),
-        }
-
-    def _frame_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
-        return {
-            Send: self._send,
-            ToPlayers: self._to_players,
-            ToSpectators: self._to_spectators,
-            Snapshot: self._snapshot,
         }
 
     def run(self, handle: RoomHandle, outputs: Iterable[Output]) -> None:
@@ -438,62 +428,14 @@ class Hub:
             self._preparing.discard(key)
 
     # ---- storing -------------------------------------------------------------------
-    # A race's result is committed before anyone is told the race is over: its
-    # race_over, and every frame of its room after it, wait in RoomHandle.held
-    # until the writer reports the result stored (or kept for a retry).
-    def _save(self, handle: RoomHandle, record: RaceRecord) -> None:
-        handle.writing.setdefault(record.race_id, None)
-        self._writing[record.race_id] = handle
-        self.writer.submit(record)
-
-    def result_known(self, race_id: str, saved: bool) -> None:
-        """The writer's first word on a race: send the frames waiting behind it."""
-        handle = self._writing.pop(race_id, None)
-        if handle is None:
-            return
-        handle.writing[race_id] = saved
-        if any(known is None for known in handle.writing.values()):
-            return  # another race of this room is still being written
-        outcomes, handle.writing = handle.writing, {}
-        held, handle.held = handle.held, []
-        with self.batch:
-            for out in held:
-                self._release(handle, out, outcomes)
-
-    def _release(self, handle: RoomHandle, out: Output, outcomes: dict[str, bool | None]) -> None:
-        if isinstance(out, ToPlayers | ToSpectators) and type(out.message) is m.RaceOver:
-            over = out.message
-            if outcomes.get(over.race_id) is False:
-                over = dataclasses.replace(over, saved=False)
-                out = dataclasses.replace(out, message=over)
-                self._note_unsaved(handle, over)
+    def deliver(self, handle: RoomHandle, out: Output) -> None:
+        """Send a room's frame now, held or not (:mod:`server.storing` releases held ones)."""
         self._frames[type(out)](handle, out)
 
-    def _note_unsaved(self, handle: RoomHandle, over: m.RaceOver) -> None:
-        self._unsaved[over.race_id] = (handle, over)
-        while len(self._unsaved) > _MAX_UNSAVED_NOTES:
-            del self._unsaved[next(iter(self._unsaved))]
-
-    def result_stored_late(self, race_id: str) -> None:
-        """A race whose players heard "not saved" is stored now: tell them, if its room
-        still shows that race (a later race_over would only confuse a new race)."""
-        told = self._unsaved.pop(race_id, None)
-        if told is None:
-            return
-        handle, over = told
-        room = handle.room
-        if self.handles.get(room.code) is not handle or room.race_id != race_id:
-            return
-        if room.phase is not m.Phase.FINISHED:
-            return
-        over = dataclasses.replace(over, saved=True)
-        with self.batch:
-            self._to_players(handle, ToPlayers(over))
-            self._to_spectators(handle, ToSpectators(over, key="over"))
-
-    async def wait_saved(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` seconds) until every race result has been tried once."""
-        await self.writer.drain(timeout)
+    @property
+    def writer(self) -> ResultWriter:
+        """The race result writer."""
+        return self.storing.writer
 
     # ---- connections -----------------------------------------------------------
     def next_conn_id(self) -> int:
@@ -675,55 +617,3 @@ class Hub:
         with contextlib.suppress(Exception):
             await asyncio.gather(*self._tasks, return_exceptions=True)
         logs.event("hub_stopped", rooms=len(self.rooms))
-
-
-def _fallback(store: RaceStore) -> Spool | None:
-    """The fallback file for results the database refuses, if its directory can exist."""
-    try:
-        path = spool_path(store)
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        logs.event("no_fallback_file", level=logging.WARNING, db=store.url)
-        return None
-    return Spool(path)
-
-
-@dataclass(eq=False, slots=True)
-class _Outcomes:
-    """The writer's reports, carried out by the hub (logs, metrics, the held frames)."""
-
-    hub: Hub
-
-    def stored(self, race_ids: Sequence[str], *, late: bool) -> None:
-        hub = self.hub
-        for race_id in race_ids:
-            hub.metrics.stored_races.inc()
-            logs.event("race_saved", race_id=race_id, late=late)
-            try:
-                if late:
-                    hub.result_stored_late(race_id)
-                else:
-                    hub.result_known(race_id, True)
-            except Exception:
-                logs.failure("race_release_failed", race_id=race_id)
-
-    def not_stored(self, race_ids: Sequence[str], error: str, *, first: bool) -> None:
-        hub = self.hub
-        hub.metrics.storage_errors.inc()
-        logs.event(
-            "race_save_failed", level=logging.ERROR, race_ids=list(race_ids), reason=error,
-            retry=not first, waiting=hub.writer.waiting,
-        )
-        if first:
-            for race_id in race_ids:
-                try:
-                    hub.result_known(race_id, False)
-                except Exception:
-                    logs.failure("race_release_failed", race_id=race_id)
-
-    def lost(self, record: RaceRecord, error: str) -> None:
-        # The last copy: the whole result goes into the log.
-        logs.event(
-            "race_lost", level=logging.ERROR, race_id=record.race_id, reason=error,
-            record=record.to_json(),
-        )

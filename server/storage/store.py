@@ -37,11 +37,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.util import await_only
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
 from server.storage.schema import (
@@ -56,13 +54,12 @@ from server.storage.schema import (
     rows_of,
     schema_version,
 )
+from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S, tune_sqlite
 
 #: Largest page :meth:`RaceStore.list_races` serves in one call.
 MAX_LIST_LIMIT: Final = 1000
 #: Lock id for serialising migrations across PostgreSQL clients (any constant works).
 _PG_MIGRATION_LOCK: Final = 0x7472_6970_6561_6B73 & 0x7FFF_FFFF_FFFF_FFFF
-#: How long a SQLite writer waits for another process's lock before failing.
-_SQLITE_BUSY_TIMEOUT_S: Final = 30.0
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+?)(?:\.(sqlite|postgresql))?\.sql$")
 
 
@@ -507,8 +504,8 @@ def _create_engine(url: URL) -> AsyncEngine:
         database = url.database or ""
         if database != ":memory:" and not database.startswith("file:"):
             _prepare_sqlite_path(Path(database).expanduser(), url)
-        engine = create_async_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
-        _tune_sqlite(engine)
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        tune_sqlite(engine)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
 
@@ -522,52 +519,6 @@ def _prepare_sqlite_path(path: Path, url: URL) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot open database {shown}: {exc}") from exc
-
-
-#: Pauses between tries of a statement SQLite refused as locked without waiting.
-_LOCKED_RETRY_S: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 1.0, 1.0, 2.0)
-
-
-def _execute_when_unlocked(cursor: Any, statement: str) -> None:
-    """Run ``statement``, trying again while SQLite reports the database locked.
-
-    Switching a new file to WAL needs an exclusive lock, and SQLite answers
-    "database is locked" at once, without its busy timeout, when waiting could
-    deadlock with another connection (two servers opening one new database
-    together).  The pause runs on the event loop, through SQLAlchemy's bridge.
-    """
-    for pause in (*_LOCKED_RETRY_S, None):
-        try:
-            cursor.execute(statement)
-            return
-        except sqlite3.OperationalError as exc:
-            if pause is None or "locked" not in str(exc):
-                raise
-        await_only(asyncio.sleep(pause))
-
-
-def _tune_sqlite(engine: AsyncEngine) -> None:
-    """WAL, foreign keys, and SQLAlchemy (not the driver) in charge of BEGIN."""
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy emit BEGIN itself, so DDL in migrations is transactional.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            "PRAGMA foreign_keys=ON",
-            "PRAGMA synchronous=FULL",
-            f"PRAGMA busy_timeout={int(_SQLITE_BUSY_TIMEOUT_S * 1000)}",
-        ):
-            _execute_when_unlocked(cursor, pragma)
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def on_begin(conn: sa.Connection) -> None:
-        # Writers take the lock up front: a deferred BEGIN that later upgrades
-        # to a write lock fails at once instead of waiting for the busy timeout.
-        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
 async def _current_version(conn: AsyncConnection) -> int:
