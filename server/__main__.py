@@ -2,7 +2,8 @@
 
 On either signal the server stops accepting connections, tells every client
 why (a ``closing`` error then close code 1001), stores every race result it
-holds, and exits with status 0.
+holds, and exits with status 0.  A database that cannot be written stops it
+at start-up with status 2 (other start-up failures: 1).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int:
     """Run the server until ``stop`` is set or a termination signal arrives."""
-    from server.app import create_app  # imported late: parse errors need no aiohttp
+    # Imported late: parse errors need no aiohttp.
+    from server.app import create_app
+    from server.storage.store import DatabaseNotWritableError
 
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
@@ -47,7 +50,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     except Exception as exc:
         logs.event("server_failed", level=40, reason=str(exc))
         await runner.cleanup()
-        return 1
+        # A database that takes no writes is a setting to fix, like a bad flag.
+        return 2 if isinstance(exc, DatabaseNotWritableError) else 1
     site = web.TCPSite(runner, settings.host, settings.port)
     try:
         await site.start()

@@ -120,12 +120,13 @@ def create_app(
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         if STORE not in app:
-            app[STORE] = await RaceStore.connect(settings.db or None)
+            app[STORE] = await _open_store(settings)
         own_executor = executor is None
         app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
         app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR])
+        await _replay(app[HUB])
         app[HUB].start()
-        logs.event("storage_ready", db=app[STORE].url)
+        logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
         try:
             yield
         finally:
@@ -148,6 +149,32 @@ def create_app(
     return app
 
 
+async def _open_store(settings: Settings) -> RaceStore:
+    """Open and migrate the database, and make sure it takes writes (else raise)."""
+    store = await RaceStore.connect(settings.db or None)
+    try:
+        await store.check_writable()
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
+async def _replay(hub: Hub) -> None:
+    """Store what an earlier run left in the fallback file, before serving anyone."""
+    found, unreadable = await hub.writer.replay()
+    if found or unreadable:
+        logs.event(
+            "races_replayed", found=found, unreadable=unreadable,
+            waiting=hub.writer.waiting, file=_fallback_file(hub),
+        )
+
+
+def _fallback_file(hub: Hub) -> str | None:
+    path = hub.writer.fallback_file
+    return str(path) if path is not None else None
+
+
 async def _on_shutdown(app: web.Application) -> None:
     if HUB in app:
         await app[HUB].shutdown()
@@ -159,10 +186,20 @@ def _json_error(status: int, message: str) -> web.Response:
 
 
 async def handle_health(request: web.Request) -> web.Response:
-    """``GET /healthz``: ok while the server accepts connections."""
+    """``GET /healthz``: ok while the server accepts connections and stores results;
+    ``degraded`` (still 200) while results wait for the database."""
     hub = request.app[HUB]
-    status = "closing" if hub.closing else "ok"
-    body = {"status": status, "rooms": len(hub.rooms), "connections": len(hub.connections)}
+    problem = hub.writer.problem
+    status = "closing" if hub.closing else "degraded" if problem else "ok"
+    body: dict[str, object] = {
+        "status": status, "rooms": len(hub.rooms), "connections": len(hub.connections)
+    }
+    if problem:
+        body["storage"] = {
+            "reason": problem,
+            "waiting": hub.writer.waiting,
+            "fallback_file": _fallback_file(hub),
+        }
     return web.json_response(body, status=503 if hub.closing else 200)
 
 

@@ -59,11 +59,12 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.ratelimit import AddressLimiter, CreditBucket
-from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
 from server.storage.store import RaceStore
+from server.storage.writer import ResultWriter
+from server.storing import Storing
 from server.transport.connection import Connection, Frame
 from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
@@ -79,11 +80,15 @@ _UNSEATED_MOVES: Final = MOVE_PHASES[None]
 
 @dataclass(eq=False, slots=True)
 class RoomHandle:
-    """A room plus the shell's side of it: timers and the spectator feed."""
+    """A room plus the shell's side of it: timers, the spectator feed, and the frames
+    waiting for a race result to be stored."""
 
     room: Room
     feed: SpectatorFeed[m.ServerMessage]
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    #: See :class:`server.storing.HeldRoom`.
+    writing: dict[str, bool | None] = field(default_factory=dict)
+    held: list[Output] = field(default_factory=list)
 
 
 def _fresh() -> Fresh:
@@ -136,11 +141,17 @@ class Hub:
         #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
         self.batch = WriteBatch()
         self.closing = False
-        self.metrics = Metrics(lambda: len(self.connections), self.lobby.rooms_by_state)
+        self.storing: Storing[RoomHandle] = Storing(
+            store, self.batch, self.deliver,
+            lambda handle: self.handles.get(handle.room.code) is handle,
+            lambda ok: (self.metrics.stored_races if ok else self.metrics.storage_errors).inc(),
+        )
+        self.metrics = Metrics(
+            lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
+        )
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
-        self._saves: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._preparing: set[tuple[Rules, Difficulty]] = set()
@@ -150,10 +161,16 @@ class Hub:
         self._loop = loop
         self._calls = self._message_table()
         self._room_outputs = self._room_output_table()
+        self._frames: dict[type[Any], Callable[[RoomHandle, Any], None]] = {
+            Send: self._send, ToPlayers: self._to_players,
+            ToSpectators: self._to_spectators, Snapshot: self._snapshot,
+        }
         self._lobby_outputs = self._lobby_output_table()
 
     def start(self) -> None:
-        """Warm up: fill the deal queue for the default rules; start the heartbeat."""
+        """Warm up: fill the deal queue for the default rules; start the heartbeat and
+        the result writer."""
+        self.writer.start()
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
         if self.settings.heartbeat_s > 0:
             self.spawn(keep_alive(lambda: self.connections, self.now_ms, self.settings.heartbeat_s))
@@ -274,20 +291,20 @@ class Hub:
     # ---- the rooms' outputs -------------------------------------------------------
     def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
         return {
-            Send: self._send,
-            ToPlayers: self._to_players,
-            ToSpectators: self._to_spectators,
+            Send: self._frame,
+            ToPlayers: self._frame,
+            ToSpectators: self._frame,
+            Snapshot: self._frame,
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
-            SaveRace: lambda handle, out: self._save(out.record),
+            SaveRace: lambda handle, out: self.storing.save(handle, out.record),
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
             ),
             RaceBegan: self._race_began,
             RaceEnded: self._race_ended,
             CloseRoom: lambda handle, out: self._forget_room(handle),
-            Snapshot: self._snapshot,
         }
 
     def run(self, handle: RoomHandle, outputs: Iterable[Output]) -> None:
@@ -295,6 +312,16 @@ class Hub:
         table = self._room_outputs
         for out in outputs:
             table[type(out)](handle, out)
+
+    def _frame(self, handle: RoomHandle, out: Send | ToPlayers | ToSpectators | Snapshot) -> None:
+        """A frame for the room's members: sent now, or held while a result is written."""
+        message = getattr(out, "message", None)
+        if type(message) is m.RaceOver:
+            handle.writing.setdefault(message.race_id, None)
+        if handle.writing:
+            handle.held.append(out)
+            return
+        self._frames[type(out)](handle, out)
 
     def _send(self, _handle: RoomHandle, out: Send) -> None:
         conns = self._conns((out.player_id,))
@@ -416,25 +443,14 @@ class Hub:
             self._preparing.discard(key)
 
     # ---- storing -------------------------------------------------------------------
-    def _save(self, record: RaceRecord) -> None:
-        task = self._loop.create_task(self._save_now(record))
-        self._saves.add(task)
-        task.add_done_callback(self._saves.discard)
+    def deliver(self, handle: RoomHandle, out: Output) -> None:
+        """Send a room's frame now, held or not (:mod:`server.storing` releases held ones)."""
+        self._frames[type(out)](handle, out)
 
-    async def _save_now(self, record: RaceRecord) -> None:
-        try:
-            await self.store.save_race(record)
-        except Exception:
-            self.metrics.storage_errors.inc()
-            logs.failure("race_save_failed", race_id=record.race_id)
-            return
-        self.metrics.stored_races.inc()
-        logs.event("race_saved", race_id=record.race_id, room=record.room_code)
-
-    async def wait_saved(self, timeout: float) -> None:
-        """Wait for every pending race write (at most ``timeout`` seconds)."""
-        if self._saves:
-            await asyncio.wait(list(self._saves), timeout=timeout)
+    @property
+    def writer(self) -> ResultWriter:
+        """The race result writer."""
+        return self.storing.writer
 
     # ---- connections -----------------------------------------------------------
     def next_conn_id(self) -> int:
@@ -609,7 +625,8 @@ class Hub:
 
     # ---- shutdown ------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Stop: end running races (stored as they stand), tell everyone, close, flush."""
+        """Stop: end running races, store them (then they are announced), tell everyone
+        and close."""
         self.closing = True
         now = self.now_ms()
         for handle in list(self.handles.values()):
@@ -620,13 +637,14 @@ class Hub:
             for timer in handle.timers.values():
                 timer.cancel()
             handle.timers.clear()
+        # The aborted races' race_over frames wait for their write, so write first.
+        await self.writer.close(self.settings.shutdown_timeout_s)
         closers = [
             conn.close(CloseCode.GOING_AWAY, "server shutting down")
             for conn in list(self.connections)
         ]
         if closers:
             await asyncio.gather(*closers, return_exceptions=True)
-        await self.wait_saved(self.settings.shutdown_timeout_s)
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(Exception):

@@ -24,13 +24,17 @@ _MOVE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 
 
 class _StateCollector(Collector):
-    """Connections and rooms by state, read when Prometheus scrapes."""
+    """Connections, rooms by state and results waiting, read when Prometheus scrapes."""
 
     def __init__(
-        self, connections: Callable[[], int], rooms: Callable[[], Mapping[str, int]]
+        self,
+        connections: Callable[[], int],
+        rooms: Callable[[], Mapping[str, int]],
+        waiting: Callable[[], int],
     ) -> None:
         self._connections = connections
         self._rooms = rooms
+        self._waiting = waiting
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         conns = GaugeMetricFamily("tripeaks_connections", "Open WebSocket connections")
@@ -40,6 +44,11 @@ class _StateCollector(Collector):
         for state, count in sorted(self._rooms().items()):
             rooms.add_metric([state], count)
         yield rooms
+        waiting = GaugeMetricFamily(
+            "tripeaks_races_waiting", "Race results the database refused, kept for a retry"
+        )
+        waiting.add_metric([], self._waiting())
+        yield waiting
 
 
 class HotCounts:
@@ -96,11 +105,14 @@ class Metrics:
     MOVE_SAMPLE = 16
 
     def __init__(
-        self, connections: Callable[[], int], rooms: Callable[[], Mapping[str, int]]
+        self,
+        connections: Callable[[], int],
+        rooms: Callable[[], Mapping[str, int]],
+        waiting: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
-        reg.register(_StateCollector(connections, rooms))
+        reg.register(_StateCollector(connections, rooms, waiting))
         self.hot = HotCounts()
         reg.register(_HotCollector(self.hot))
         self.connections_opened = Counter(
@@ -122,7 +134,7 @@ class Metrics:
         )
         self.stored_races = Counter("tripeaks_races_stored", "Races written", registry=reg)
         self.storage_errors = Counter(
-            "tripeaks_storage_errors", "Failed race writes", registry=reg
+            "tripeaks_storage_errors", "Failed race writes (first tries and retries)", registry=reg
         )
 
     def render(self) -> bytes:

@@ -96,7 +96,9 @@ SUMMARIES: Final[dict[str, str]] = {
     "standings are the final lines.",
     "Finish": "A player has cleared all 28 cards. `time_ms` includes undo penalties.",
     "RaceOver": "The race has ended. Reveals the seed, the full deal and a winning line, so "
-    "any client can check the commitment and recompute the deal (see \"Verifying a deal\").",
+    "any client can check the commitment and recompute the deal (see \"Verifying a deal\"). "
+    "Sent only once the result is stored, or with `saved: false` when it could not be yet "
+    "(see \"Results not yet stored\").",
     "SpectatorBoard": "To spectators only: one player's board as that player sees it, with "
     "the face of every card that some racer still racing has not seen shown as `\"??\"` "
     "(unless the room has `open_boards`), sent `spectator_delay_s` seconds late (see "
@@ -207,6 +209,9 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RaceOver", "deal"): "the full deal",
     ("RaceOver", "solution"): "a winning line: positions to play and `\"draw\"`s, in order",
     ("RaceOver", "par"): "fewest draws any win needs (null: not computed)",
+    ("RaceOver", "saved"): (
+        "the result is stored; false: not yet (a second `race_over` with true follows)"
+    ),
     ("SpectatorBoard", "player_id"): "whose board",
     ("SpectatorBoard", "view"): "their view",
     ("SpectatorBoard", "elapsed_ms"): "race time of this view",

@@ -473,6 +473,7 @@ class RaceOver:
     deal: DealCodes
     solution: Annotated[tuple[SolutionStep, ...], Items(64)]
     par: Annotated[int, Int(0, 24)] | None
+    saved: bool = True
 
     @property
     def rules(self) -> Rules:

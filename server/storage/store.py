@@ -16,6 +16,7 @@ message that names the database (passwords hidden)::
     +-- DatabaseUnavailableError  cannot connect, or the connection died
     +-- SchemaTooNewError         the database was migrated by newer code
     +-- DuplicateRaceError        another race already has this id
+    +-- DatabaseNotWritableError  the database can be read but not written
 
 The tables and the record <-> row mapping live in :mod:`server.storage.schema`.
 """
@@ -23,6 +24,7 @@ The tables and the record <-> row mapping live in :mod:`server.storage.schema`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -35,11 +37,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.util import await_only
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
 from server.storage.schema import (
@@ -54,13 +54,12 @@ from server.storage.schema import (
     rows_of,
     schema_version,
 )
+from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S, tune_sqlite
 
 #: Largest page :meth:`RaceStore.list_races` serves in one call.
 MAX_LIST_LIMIT: Final = 1000
 #: Lock id for serialising migrations across PostgreSQL clients (any constant works).
 _PG_MIGRATION_LOCK: Final = 0x7472_6970_6561_6B73 & 0x7FFF_FFFF_FFFF_FFFF
-#: How long a SQLite writer waits for another process's lock before failing.
-_SQLITE_BUSY_TIMEOUT_S: Final = 30.0
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+?)(?:\.(sqlite|postgresql))?\.sql$")
 
 
@@ -84,6 +83,14 @@ class DuplicateRaceError(StorageError):
     """A race with this id is already stored; stored races are never overwritten."""
 
 
+class DatabaseNotWritableError(StorageError):
+    """The database opens and reads, but refuses writes (read-only file, mount or role)."""
+
+
+class _RollBack(Exception):
+    """Raised inside a transaction to roll it back on purpose."""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One versioned schema step: its SQL statements for one back end."""
@@ -96,9 +103,14 @@ class Migration:
 def default_db_url() -> str:
     """The SQLite URL used when no database is configured; creates its directory.
 
-    The directory is ``$TRIPEAKS_DATA_DIR``, else ``$XDG_DATA_HOME/tripeaks``,
-    else ``~/.local/share/tripeaks``.
+    The directory is :func:`data_dir`.
     """
+    return f"sqlite:///{data_dir() / 'tripeaks.db'}"
+
+
+def data_dir() -> Path:
+    """The server's data directory, created if missing: ``$TRIPEAKS_DATA_DIR``, else
+    ``$XDG_DATA_HOME/tripeaks``, else ``~/.local/share/tripeaks``."""
     explicit = os.environ.get("TRIPEAKS_DATA_DIR")
     if explicit:
         directory = Path(explicit).expanduser()
@@ -107,7 +119,7 @@ def default_db_url() -> str:
         base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
         directory = base / "tripeaks"
     directory.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{directory.resolve() / 'tripeaks.db'}"
+    return directory.resolve()
 
 
 def driver_url(url: str) -> URL:
@@ -219,6 +231,16 @@ class RaceStore:
         return self._display_url
 
     @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite database file (``None`` for PostgreSQL or an in-memory database)."""
+        database = self._engine.url.database or ""
+        if not self._is_sqlite or database in ("", ":memory:"):
+            return None
+        if database.startswith("file:"):
+            database = database.removeprefix("file:").split("?", 1)[0]
+        return Path(database).expanduser().resolve()
+
+    @property
     def dialect(self) -> str:
         """The back end: ``sqlite`` or ``postgresql``."""
         return str(self._engine.dialect.name)
@@ -247,6 +269,10 @@ class RaceStore:
                         await conn.execute(sa.text(statement))
                     except DBAPIError as exc:
                         # Raising inside the transaction rolls every step back.
+                        if _refuses_writes(exc):
+                            raise DatabaseNotWritableError(
+                                _not_writable(self._display_url, exc)
+                            ) from exc
                         raise StorageError(
                             f"migration {step.version:04d}_{step.name} failed on "
                             f"{self._display_url}: {_reason(exc)}; the schema stays at "
@@ -264,6 +290,20 @@ class RaceStore:
         async with self._connection() as conn:
             return await _current_version(conn)
 
+    async def check_writable(self) -> None:
+        """Make a real write in a transaction and roll it back; raises
+        :class:`DatabaseNotWritableError` when the database refuses it.
+
+        A read-only file (permissions, ``chattr +i``, a read-only mount or a
+        ``mode=ro`` URI) or a read-only PostgreSQL session opens and reads
+        normally, so only a write shows that no result could ever be stored.
+        """
+        probe = schema_version.insert().values(version=0, name="write_probe", applied_at_ms=0)
+        with contextlib.suppress(_RollBack):
+            async with self._transaction(exclusive=True) as conn:
+                await conn.execute(probe)
+                raise _RollBack
+
     async def save_race(self, record: RaceRecord) -> None:
         """Store a finished race with its players and move logs, all or nothing.
 
@@ -272,35 +312,56 @@ class RaceStore:
         unreachable the write is retried a few times (about
         :attr:`retry_delay_s` doubling) before :class:`DatabaseUnavailableError`.
         """
+        await self.save_races((record,))
+
+    async def save_races(self, records: Sequence[RaceRecord]) -> None:
+        """Store several finished races in one transaction (one commit for all).
+
+        All or nothing, retried like :meth:`save_race`.  When one of them is
+        already stored, each is saved on its own instead, so records stored
+        before (an earlier attempt, a replay) change nothing and the others land.
+        """
+        if not records:
+            return
         try:
-            race_row, player_rows, move_rows = rows_of(record)
+            rows = [rows_of(record) for record in records]
         except ValueError as exc:
             raise StorageError(str(exc)) from exc
         delay = self.retry_delay_s
         for attempt in range(1, self.save_attempts + 1):
             try:
-                await self._insert(race_row, player_rows, move_rows)
+                await self._insert(rows)
                 return
             except IntegrityError as exc:
-                stored = await self.get_race(record.race_id)
-                if stored is None:
-                    raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
-                if _same(stored, record):
-                    return  # an earlier attempt (or caller) already stored it
-                raise DuplicateRaceError(
-                    f"another race with the id {record.race_id!r} is already stored"
-                ) from exc
+                if len(records) > 1:
+                    for record in records:
+                        await self.save_races((record,))
+                    return
+                await self._check_stored(records[0], exc)
+                return
             except DatabaseUnavailableError:
                 if attempt == self.save_attempts:
                     raise
                 await asyncio.sleep(delay)
                 delay *= 2
 
-    async def _insert(self, race_row: Row, player_rows: list[Row], move_rows: list[Row]) -> None:
+    async def _check_stored(self, record: RaceRecord, exc: IntegrityError) -> None:
+        """After a refused insert: fine if this very record is stored, else say why."""
+        stored = await self.get_race(record.race_id)
+        if stored is None:
+            raise StorageError(f"race {record.race_id!r} was refused: {exc.orig}") from exc
+        if not _same(stored, record):
+            raise DuplicateRaceError(
+                f"another race with the id {record.race_id!r} is already stored"
+            ) from exc
+
+    async def _insert(self, rows: Sequence[tuple[Row, list[Row], list[Row]]]) -> None:
         async with self._transaction(exclusive=True) as conn:
-            await conn.execute(races.insert(), [race_row])
+            await conn.execute(races.insert(), [race_row for race_row, _, _ in rows])
+            player_rows = [row for _, players, _ in rows for row in players]
             if player_rows:
                 await conn.execute(race_players.insert(), player_rows)
+            move_rows = [row for _, _, moves in rows for row in moves]
             if move_rows:
                 await conn.execute(race_moves.insert(), move_rows)
 
@@ -391,9 +452,7 @@ class _Guarded:
         except BaseException as exc:
             self._release()
             if isinstance(exc, DBAPIError | OSError):
-                raise DatabaseUnavailableError(
-                    f"cannot open database {self._store.url}: {_reason(exc)}"
-                ) from exc
+                raise _open_failure(self._store, exc) from exc
             raise
         try:
             if self._exclusive:
@@ -445,8 +504,8 @@ def _create_engine(url: URL) -> AsyncEngine:
         database = url.database or ""
         if database != ":memory:" and not database.startswith("file:"):
             _prepare_sqlite_path(Path(database).expanduser(), url)
-        engine = create_async_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
-        _tune_sqlite(engine)
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        tune_sqlite(engine)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
 
@@ -460,52 +519,6 @@ def _prepare_sqlite_path(path: Path, url: URL) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot open database {shown}: {exc}") from exc
-
-
-#: Pauses between tries of a statement SQLite refused as locked without waiting.
-_LOCKED_RETRY_S: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 1.0, 1.0, 2.0)
-
-
-def _execute_when_unlocked(cursor: Any, statement: str) -> None:
-    """Run ``statement``, trying again while SQLite reports the database locked.
-
-    Switching a new file to WAL needs an exclusive lock, and SQLite answers
-    "database is locked" at once, without its busy timeout, when waiting could
-    deadlock with another connection (two servers opening one new database
-    together).  The pause runs on the event loop, through SQLAlchemy's bridge.
-    """
-    for pause in (*_LOCKED_RETRY_S, None):
-        try:
-            cursor.execute(statement)
-            return
-        except sqlite3.OperationalError as exc:
-            if pause is None or "locked" not in str(exc):
-                raise
-        await_only(asyncio.sleep(pause))
-
-
-def _tune_sqlite(engine: AsyncEngine) -> None:
-    """WAL, foreign keys, and SQLAlchemy (not the driver) in charge of BEGIN."""
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy emit BEGIN itself, so DDL in migrations is transactional.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            "PRAGMA foreign_keys=ON",
-            "PRAGMA synchronous=NORMAL",
-            f"PRAGMA busy_timeout={int(_SQLITE_BUSY_TIMEOUT_S * 1000)}",
-        ):
-            _execute_when_unlocked(cursor, pragma)
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def on_begin(conn: sa.Connection) -> None:
-        # Writers take the lock up front: a deferred BEGIN that later upgrades
-        # to a write lock fails at once instead of waiting for the busy timeout.
-        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
 async def _current_version(conn: AsyncConnection) -> int:
@@ -534,9 +547,48 @@ def _same(stored: RaceRecord, record: RaceRecord) -> bool:
 
 
 def _failure(store: RaceStore, exc: DBAPIError) -> StorageError:
-    """A driver error in the caller's terms; a dropped connection is 'unavailable'."""
-    kind = DatabaseUnavailableError if exc.connection_invalidated else StorageError
+    """A driver error in the caller's terms; a dropped connection is 'unavailable', a
+    refused write 'not writable'."""
+    kind: type[StorageError] = StorageError
+    if exc.connection_invalidated:
+        kind = DatabaseUnavailableError
+    elif _refuses_writes(exc):
+        return DatabaseNotWritableError(_not_writable(store.url, exc))
     return kind(f"database {store.url} failed: {_reason(exc)}")
+
+
+def _not_writable(url: str, exc: BaseException, why: str = "") -> str:
+    return (
+        f"database {url} cannot be written ({_reason(exc)}{why}): no race result could "
+        "be stored; make it writable or point the server at another database"
+    )
+
+
+def _open_failure(store: RaceStore, exc: BaseException) -> StorageError:
+    """A connection that would not open: a read-only SQLite file or directory (SQLite
+    cannot open a WAL database it may not write beside), else 'unavailable'."""
+    path = store.sqlite_path
+    writable = path is None or not path.is_file() or (
+        os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    )
+    if not writable:
+        why = f"; {path} or its directory is read-only"
+        return DatabaseNotWritableError(_not_writable(store.url, exc, why))
+    return DatabaseUnavailableError(f"cannot open database {store.url}: {_reason(exc)}")
+
+
+#: SQLSTATEs of a PostgreSQL session that may not write: read-only transaction,
+#: read-only standby / insufficient privilege.
+_PG_READ_ONLY: Final = frozenset({"25006", "42501"})
+
+
+def _refuses_writes(exc: DBAPIError) -> bool:
+    """A read-only SQLite file (SQLITE_READONLY and its variants) or PostgreSQL session."""
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) in _PG_READ_ONLY:
+        return True
+    code = getattr(orig, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_READONLY
 
 
 def _reason(exc: BaseException) -> str:
