@@ -32,6 +32,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int:
     """Run the server until ``stop`` is set or a termination signal arrives."""
     from server.app import create_app  # imported late: parse errors need no aiohttp
+    from server.transport.httpguard import GuardedRunner
 
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
@@ -39,8 +40,12 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     app = create_app(settings)
-    runner = web.AppRunner(
-        app, handle_signals=False, shutdown_timeout=settings.shutdown_timeout_s, access_log=None
+    runner = GuardedRunner(
+        app,
+        settings,
+        handle_signals=False,
+        shutdown_timeout=settings.shutdown_timeout_s,
+        access_log=None,
     )
     try:
         await runner.setup()
