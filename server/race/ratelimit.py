@@ -78,15 +78,15 @@ class AddressLimiter:
         self.max_entries = max_entries
         self._buckets: dict[str, CreditBucket] = {}
 
-    def allow(self, address: str, now_ms: int) -> bool:
-        """Spend one credit from ``address``'s bucket."""
+    def allow(self, address: str, now_ms: int, cost: float = 1.0) -> bool:
+        """Spend ``cost`` credits from ``address``'s bucket."""
         bucket = self._buckets.get(address)
         if bucket is None:
             if len(self._buckets) >= self.max_entries:
                 self._prune(now_ms)
             bucket = CreditBucket.full(self.rate, self.burst, now_ms)
             self._buckets[address] = bucket
-        return bucket.spend(now_ms)
+        return bucket.spend(now_ms, cost)
 
     def _prune(self, now_ms: int) -> None:
         # A bucket that has refilled completely carries no information.
