@@ -265,6 +265,9 @@ def _rate_limited(request: web.Request) -> web.Response | None:
     logs.throttled("http_rate_limited", address=address, path=request.path[:200])
     response = _json_error(429, "too many requests from your address; slow down")
     response.headers["Retry-After"] = str(max(1, math.ceil(cost / settings.http_rate)))
+    # A flood on kept-alive connections would be answered as fast as it comes:
+    # each refusal ends its connection, so the next request pays for a new one.
+    response.force_close()
     return response
 
 

@@ -195,6 +195,7 @@ async def test_the_http_api_is_rate_limited_per_address_with_a_json_429(tmp_path
                     assert resp.content_type == "application/json"
                     assert "slow down" in (await resp.json())["error"]
                     assert int(resp.headers["Retry-After"]) >= 1
+                    assert resp.headers["Connection"] == "close"
         assert statuses == [200] * 5 + [429] * 3
         # Another client behind the trusted proxy has a budget of its own.
         other = {"X-Forwarded-For": "203.0.113.7"}
