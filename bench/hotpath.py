@@ -41,6 +41,7 @@ from server.race.lobby import NewPlayer
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
+from server.storage.store import RaceStore
 from server.transport.connection import Connection
 
 
@@ -193,19 +194,28 @@ def _replay(hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]) 
     return time.process_time() - started
 
 
-def _hub() -> Hub:
-    return Hub(Settings(), cast(Any, None), cast(Any, None))
+def _hub(store: RaceStore) -> Hub:
+    # The hub keeps a result writer (and its fallback file) on a store; no race ends here.
+    return Hub(Settings(), store, cast(Any, None))
 
 
 async def _main(args: argparse.Namespace) -> None:
-    hub = _hub()
+    store = await RaceStore.connect("sqlite:///:memory:")
+    try:
+        await _rounds(args, store)
+    finally:
+        await store.close()
+
+
+async def _rounds(args: argparse.Namespace, store: RaceStore) -> None:
+    hub = _hub(store)
     stream, mix = _record(hub, _setup(hub, args.rooms), args.moves)
     total = sum(mix.values())
     shares = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in sorted(mix.items()))
     print(f"{len(stream)} moves over {args.rooms} rooms of 4: {shares}")
     best = float("inf")
     for round_ in range(args.repeat):
-        hub = _hub()
+        hub = _hub(store)
         conns = [conn for conn, _sink in _setup(hub, args.rooms)]
         if args.profile and round_ == args.repeat - 1:
             profile = cProfile.Profile()

@@ -69,7 +69,7 @@ RATIO_DISTURBED_PCT = DISTURBED_PCT
 SERVER_FLAGS = (
     "--player-rate", "100000", "--player-burst", "100000",
     "--spectator-rate", "100000", "--spectator-burst", "100000",
-    "--connect-rate", "100000", "--connect-burst", "100000",
+    "--connect-rate", "100000", "--connect-burst", "100000", "--connections-per-address", "0",
     "--max-rooms", "100000", "--rooms-per-connection", "100",
 )
 

@@ -35,6 +35,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     # Imported late: parse errors need no aiohttp.
     from server.app import create_app
     from server.storage.store import DatabaseNotWritableError
+    from server.transport.httpguard import GuardedRunner
 
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
@@ -42,8 +43,12 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     app = create_app(settings)
-    runner = web.AppRunner(
-        app, handle_signals=False, shutdown_timeout=settings.shutdown_timeout_s, access_log=None
+    runner = GuardedRunner(
+        app,
+        settings,
+        handle_signals=False,
+        shutdown_timeout=settings.shutdown_timeout_s,
+        access_log=None,
     )
     try:
         await runner.setup()

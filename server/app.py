@@ -13,19 +13,22 @@ import concurrent.futures
 import contextlib
 import ctypes
 import functools
+import math
 import multiprocessing
 import os
 import re
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, cast
 
 from aiohttp import web
 
 from protocol.wire import codec
+from protocol.wire import messages as m
 from server import logs, metrics
-from server.config import Settings
+from server.config import IPNetwork, Settings
 from server.hub import Hub
+from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
 from server.reader import ConnectionReader
 from server.storage.store import RaceStore
@@ -40,6 +43,8 @@ STORE: Final = web.AppKey("store", RaceStore)
 _EXTERNAL_STORE: Final = web.AppKey("external_store", bool)
 _EXECUTOR: Final = web.AppKey("executor", concurrent.futures.Executor)
 _CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
+_HTTP_LIMITER: Final = web.AppKey("http_limiter", AddressLimiter)
+_PROXIES: Final = web.AppKey[tuple[IPNetwork, ...]]("trusted_proxies")
 
 _RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 MAX_LIST_LIMIT: Final = 100
@@ -111,8 +116,10 @@ def create_app(
     executor: concurrent.futures.Executor | None = None,
 ) -> web.Application:
     """The server app.  ``store`` and ``executor`` are opened here when not given."""
-    app = web.Application(client_max_size=64 * 1024)
+    app = web.Application(client_max_size=64 * 1024, middlewares=[_http_limits])
     app[SETTINGS] = settings
+    app[_HTTP_LIMITER] = AddressLimiter(settings.http_rate, settings.http_burst)
+    app[_PROXIES] = settings.proxy_networks()
     app[_EXTERNAL_STORE] = store is not None
     app[_CONNECT_LIMITER] = AddressLimiter(settings.connect_rate, settings.connect_burst)
     if store is not None:
@@ -210,9 +217,17 @@ async def handle_metrics(request: web.Request) -> web.Response:
 
 
 async def handle_rooms(request: web.Request) -> web.Response:
-    """``GET /api/rooms``: the public rooms."""
-    rooms = [codec.node_for(type(r)).encode(r) for r in request.app[HUB].public_rooms()]
-    return web.json_response({"rooms": rooms})
+    """``GET /api/rooms``: the public rooms (the body is made once per change)."""
+    body = _rooms_body(request.app[HUB].room_listing())
+    return web.Response(body=body, content_type="application/json", charset="utf-8")
+
+
+def _rooms_body(listing: RoomListing) -> bytes:
+    if listing.http_body is None:
+        node = codec.node_for(m.RoomSummary)
+        response = web.json_response({"rooms": [node.encode(room) for room in listing.rooms]})
+        listing.http_body = cast(bytes, response.body)
+    return listing.http_body
 
 
 async def handle_race(request: web.Request) -> web.Response:
@@ -238,6 +253,73 @@ async def handle_race_list(request: web.Request) -> web.Response:
         return _json_error(400, "player names are at most 64 characters")
     records = await request.app[STORE].list_races(player, limit, with_logs=False)
     return web.json_response({"races": [record.summary_json() for record in records]})
+
+
+# ---- HTTP limits and errors ---------------------------------------------------------
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _is_api(path: str) -> bool:
+    """Paths whose errors are JSON ``{"error": ...}``, as docs/server.md promises."""
+    return path in ("/api", "/healthz", "/metrics") or path.startswith("/api/")
+
+
+@web.middleware
+async def _http_limits(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every HTTP request but ``/ws`` (which has its own limit) spends its address's credit;
+    an API path's errors are JSON."""
+    if request.path == "/ws":
+        return await handler(request)
+    refused = _rate_limited(request)
+    if refused is not None:
+        return refused
+    if not _is_api(request.path):
+        return await handler(request)
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _api_error(request, exc)
+    except Exception:
+        logs.failure("http_handler_failed", path=request.path[:200])
+        return _json_error(500, "the server failed to answer; the failure is logged")
+
+
+def _rate_limited(request: web.Request) -> web.Response | None:
+    """None when the request's address has the credit, else the 429 answer."""
+    app = request.app
+    settings = app[SETTINGS]
+    proxies = app[_PROXIES]
+    address = client_address(request.remote, request.headers.get("X-Forwarded-For"), proxies)
+    cost = 1.0
+    if request.path == "/api/rooms":
+        cost = listing_cost(len(_rooms_body(app[HUB].room_listing())), settings.http_burst)
+    if app[_HTTP_LIMITER].allow(address, app[HUB].now_ms(), cost):
+        return None
+    logs.throttled("http_rate_limited", address=address, path=request.path[:200])
+    response = _json_error(429, "too many requests from your address; slow down")
+    response.headers["Retry-After"] = str(max(1, math.ceil(cost / settings.http_rate)))
+    # A flood on kept-alive connections would be answered as fast as it comes:
+    # each refusal ends its connection, so the next request pays for a new one.
+    response.force_close()
+    return response
+
+
+def _api_error(request: web.Request, exc: web.HTTPException) -> web.Response:
+    path = request.path[:200]
+    if exc.status == 404:
+        message = f"no API endpoint is at {path}"
+    elif exc.status == 405:
+        allowed = exc.headers.get("Allow", "")
+        message = f"{request.method} is not allowed on {path}; allowed: {allowed}"
+    else:
+        message = exc.text if exc.text and exc.content_type == "text/plain" else exc.reason
+    response = _json_error(exc.status, message.strip())
+    for name in ("Allow", "Retry-After"):
+        if name in exc.headers:
+            response.headers[name] = exc.headers[name]
+    return response
 
 
 # ---- WebSocket -------------------------------------------------------------------

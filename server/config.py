@@ -48,6 +48,17 @@ class Settings:
     heartbeat_s: float = field(default=20.0, metadata=_doc("WebSocket ping interval"))
     hello_timeout_s: float = field(default=10.0, metadata=_doc("time allowed before hello"))
     idle_timeout_s: float = field(default=600.0, metadata=_doc("close a silent connection"))
+    request_timeout_s: float = field(
+        default=10.0, metadata=_doc("time from connecting to a complete first HTTP request head")
+    )
+    keepalive_timeout_s: float = field(
+        default=15.0, metadata=_doc("idle time before a kept-alive HTTP connection is closed")
+    )
+    connections_per_address: int = field(
+        default=128, metadata=_doc("TCP connections one client address may hold (0: any)")
+    )
+    http_rate: float = field(default=20.0, metadata=_doc("HTTP requests per s per address"))
+    http_burst: float = field(default=100.0, metadata=_doc("HTTP request burst per address"))
     reconnect_grace_s: float = field(default=60.0, metadata=_doc("seat kept after a drop"))
     empty_room_grace_s: float = field(default=30.0, metadata=_doc("empty room lifetime"))
     progress_hz: float = field(default=4.0, metadata=_doc("max progress frames/s per room"))
@@ -96,6 +107,9 @@ class Settings:
             raise SettingsError(f"abuse_share must be in (0, 1], got {self.abuse_share}")
         if self.abuse_window_s <= 0:
             raise SettingsError("abuse_window_s must be positive")
+        for name in ("request_timeout_s", "keepalive_timeout_s", "http_rate"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be positive")
         self.proxy_networks()  # validates the list
 
     def proxy_networks(self) -> tuple[IPNetwork, ...]:

@@ -36,6 +36,7 @@ from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
 from server.metrics import Metrics
+from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
     CancelTimer,
@@ -154,6 +155,7 @@ class Hub:
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
+        self._listing = RoomListing(())
         self._preparing: set[tuple[Rules, Difficulty]] = set()
         loop = asyncio.get_running_loop()
         # One clock for everything: unix milliseconds that never go backwards.
@@ -190,9 +192,12 @@ class Hub:
         """The sessions by reconnect token."""
         return self.lobby.sessions
 
-    def public_rooms(self) -> list[m.RoomSummary]:
-        """Public rooms, newest first (at most 100)."""
-        return self.lobby.public_rooms()
+    def room_listing(self) -> RoomListing:
+        """The public rooms (newest first, at most 100), encoded once until one changes."""
+        rooms = tuple(self.lobby.public_rooms())
+        if rooms != self._listing.rooms:
+            self._listing = RoomListing(rooms)
+        return self._listing
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` in the background; shutdown cancels whatever is left."""
@@ -558,9 +563,7 @@ class Hub:
         return {
             m.Hello: self._hello,
             m.Ping: lambda conn, msg, now: self.reply(conn, m.Pong(msg.client_time_ms, now)),
-            m.ListRooms: lambda conn, msg, now: self.reply(
-                conn, m.RoomList(tuple(self.public_rooms()))
-            ),
+            m.ListRooms: self._list_rooms,
             m.CreateRoom: lambda conn, msg, now: self.apply(
                 conn, lobby.create_room(conn, msg.options, iter(ids.room_code, ""), now)
             ),
@@ -583,6 +586,18 @@ class Hub:
             logs.event("join_failures_closed", conn=conn.conn_id, address=conn.address)
             return CloseCode.POLICY_VIOLATION
         return None
+
+    def _list_rooms(self, conn: Connection, msg: m.ListRooms, now: int) -> None:
+        """``list_rooms``: the cached listing, for the credit its size costs."""
+        frame = self.room_listing().frame(conn.encoding)
+        bucket = self.connections.get(conn)
+        # The frame that asked has spent one credit already.
+        extra = listing_cost(len(frame), bucket.burst) - 1 if bucket is not None else 0
+        if bucket is not None and extra > 0 and not bucket.spend(now, extra):
+            self.error(conn, ErrorCode.RATE_LIMITED, ref=msg.TAG)
+            return
+        conn.send(frame)
+        self.metrics.hot.frames_sent += 1
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
         new = NewPlayer(ids.player_id(), ids.reconnect_token())

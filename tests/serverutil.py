@@ -52,6 +52,8 @@ TEST_DEFAULTS: dict[str, Any] = {
     "log_level": "WARNING",
     "connect_burst": 1000.0,
     "connect_rate": 1000.0,
+    "http_burst": 1000.0,
+    "http_rate": 1000.0,
 }
 
 
