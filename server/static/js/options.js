@@ -32,7 +32,7 @@ const SHOWN = 2;
 // them from helping a racer (RoomOptions.open_boards in docs/protocol.md).
 export const OPEN_BOARDS_MIN_DELAY_S = 30;
 const OPEN_BOARDS_WORDS = `open boards need a spectator delay of ${OPEN_BOARDS_MIN_DELAY_S} seconds or more`;
-const OPEN_BOARDS_PROBLEM = `Open boards: ${OPEN_BOARDS_WORDS}.`;
+const OPEN_BOARDS_PROBLEM = `O${OPEN_BOARDS_WORDS.slice(1)}.`;
 
 function field(prefix, [key, label, kind, extra = {}], value) {
   const id = `${prefix}-${key.replaceAll("_", "-")}`;
