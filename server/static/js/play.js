@@ -240,7 +240,8 @@ class Player {
     document.title = `${name} (${state.code}) · Play · TriPeaks Race`;
     this.rules.undo = state.options.undo !== "off";
     this.standings.undoPenaltyMs = state.options.undo === "penalty" ? state.options.undo_penalty_s * 1000 : 0;
-    this.standings.members(state.members, this.me, state.phase === "lobby");
+    // Who left before a race starts is not in it: a bot that left at the last race's end.
+    this.standings.members(state.members, this.me, state.phase === "lobby" || state.phase === "countdown");
     this.lobby.update(state, this.me);
     if (state.phase === "countdown" && before !== "countdown") this.resetRace();
     if (state.phase !== "finished") $("rematch").setAttribute("aria-pressed", "false");
@@ -269,9 +270,15 @@ class Player {
     const state = this.room;
     if (!state || state.phase !== "finished") return;
     const waiting = state.members.filter((m) => !m.ready).map((m) => m.name);
-    $("rematch-note").textContent = waiting.length === state.members.length ? ""
+    const away = state.members.filter((m) => !m.ready && !m.connected).map((m) => m.name);
+    let note = waiting.length === state.members.length ? ""
       : waiting.length ? `Rematch when ${waiting.join(", ")} ${waiting.length === 1 ? "asks" : "ask"} too.`
         : "Everyone asked: dealing…";
+    // Someone gone keeps a seat for the reconnect grace: only the host can free it sooner.
+    if (away.length && state.host_id === this.me) {
+      note += ` ${away.join(", ")} ${away.length === 1 ? "is" : "are"} offline: kick to race without them.`;
+    }
+    $("rematch-note").textContent = note.trim();
   }
 
   async start() {
