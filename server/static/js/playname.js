@@ -34,7 +34,7 @@ export class NamePanel {
   /** Offer a new name in place of `current`; `note` says what changing costs. */
   change(current, note) {
     this.changing = true;
-    this.show("Change your name", "Change name", note, current);
+    this.show("Change your name", "Save name", note, current);
     showMessage($("name-error"), "");
     $("name-input").select();
   }
