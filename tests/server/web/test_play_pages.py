@@ -567,3 +567,38 @@ async def test_open_boards_without_a_long_delay_are_refused_in_words(site: Site)
     )
     assert await page.locator("#options-list").get_by_text("30 s behind").is_visible()
     assert webutil.script_errors(page) == []
+
+
+# ---- the room a window gives ------------------------------------------------------------
+FIT = """() => {
+  const rect = (sel) => document.querySelector(sel).getBoundingClientRect();
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    scrollHeight: document.documentElement.scrollHeight,
+    card: rect('#board-holder .spot').width,
+    boardBottom: rect('#board-holder .piles').bottom,
+    resignBottom: rect('#resign').bottom,
+    barRight: rect('#live-standings progress').right,
+  };
+}"""
+
+
+async def test_a_phone_on_its_side_and_a_large_desktop_fit_the_whole_race(site: Site) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Wide")
+    await page.locator("#create-options summary").click()
+    await page.fill("#create-countdown-s", "0")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.get_by_role("button", name="Start race", exact=True).click()
+    await page.get_by_role("button", name="Start alone").click()
+    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    await page.set_viewport_size({"width": 844, "height": 390})
+    side = await page.evaluate(FIT)
+    assert side["scrollWidth"] <= 844 and side["scrollHeight"] <= 390, side
+    assert side["card"] >= 34 and side["resignBottom"] <= 390 and side["barRight"] <= 844
+    await page.set_viewport_size({"width": 1920, "height": 1080})
+    large = await page.evaluate(FIT)
+    assert large["scrollHeight"] <= 1080 and large["boardBottom"] <= 1080, large
+    assert large["card"] >= 100  # the board grows with the window, not stuck at 900 px
+    assert webutil.script_errors(page) == []
