@@ -142,6 +142,10 @@ class Hub:
         self._tasks: set[asyncio.Task[None]] = set()
         self._saves: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
+        #: The last message broadcast and its frames by encoding: a flush sends the same
+        #: ``progress`` to the players and then to the spectators (holding the message
+        #: keeps its identity from being reused).
+        self._encoded: tuple[object, dict[codec.Encoding, Frame]] = (None, {})
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._preparing: set[tuple[Rules, Difficulty]] = set()
         loop = asyncio.get_running_loop()
@@ -208,8 +212,12 @@ class Hub:
         self.metrics.hot.frames_sent += 1
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
-        """Send one message to many: encoded at most once per encoding."""
-        frames: dict[codec.Encoding, Frame] = {}
+        """Send one message to many: encoded at most once per encoding (and once for the
+        players and spectators of a progress flush, see :attr:`_encoded`)."""
+        last, frames = self._encoded
+        if last is not message:
+            frames = {}
+            self._encoded = (message, frames)
         sent = 0
         for conn in conns:
             frame = frames.get(conn.encoding)
@@ -310,8 +318,16 @@ class Hub:
             if room.spectators:
                 self.broadcast(self._conns(room.spectators), out.message)
             return
+        feed = handle.feed
+        if feed.can_release_now():
+            # No delay, nothing held back: straight to the spectators (the feed keeps
+            # the snapshot); no queue, no release pass.
+            sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+            if sent and room.spectators:
+                self.broadcast(self._conns(room.spectators), out.message)
+            return
         now = self.now_ms()
-        handle.feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+        feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
         self._release_feed(handle, now)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
@@ -329,9 +345,12 @@ class Hub:
         logs.event("race_ended", room=code, race_id=race_id, ended_by=out.ended_by.value)
 
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
-        for message in handle.feed.due(now):
-            if handle.room.spectators:
-                self.broadcast(self._conns(handle.room.spectators), message)
+        released = handle.feed.due(now)
+        spectators = handle.room.spectators
+        if released and spectators:
+            conns = self._conns(spectators)
+            for message in released:
+                self.broadcast(conns, message)
         due = handle.feed.next_release_ms()
         if due is not None and _FEED_TIMER not in handle.timers:
             self._set_timer(handle, _FEED_TIMER, due)
@@ -393,7 +412,8 @@ class Hub:
         if not practice:
             self._prepare_ahead(key)
         if not handle.room.closed and not self.closing:
-            self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
+            with self.batch:  # room_state and race_start: one write per member
+                self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
         """Keep a few deals ready per rule set, so most starts need no solving at all."""
