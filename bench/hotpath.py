@@ -1,6 +1,6 @@
 """Micro-benchmark of the server's move fast path: CPU time per move, frame bytes to answer bytes.
 
-``python -m bench.hotpath [--rooms 50] [--moves 200000] [--repeat 5] [--profile]``
+``python -m bench.hotpath [--rooms 50] [--moves 200000] [--repeat 5] [--profile] [--fanout]``
 
 It builds a real :class:`~server.hub.Hub` with racing rooms of 4 (the load
 benchmark's room options) and connections whose socket is a byte sink, then
@@ -38,7 +38,7 @@ from protocol.wire.codec import Encoding
 from server.config import Settings
 from server.hub import Hub, RoomHandle
 from server.race.lobby import NewPlayer
-from server.race.room import Room
+from server.race.room import PROGRESS_TIMER, Room
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
 from server.storage.store import RaceStore
@@ -48,11 +48,14 @@ from server.transport.connection import Connection
 class _Sink:
     """A socket transport that takes every write and keeps the last one."""
 
+    writes = 0
+
     def __init__(self) -> None:
         self.last = b""
 
     def write(self, data: bytes) -> None:
         self.last = data
+        _Sink.writes += 1
 
     def is_closing(self) -> bool:
         return False
@@ -124,8 +127,22 @@ class _Seat:
         return action
 
 
-def _setup(hub: Hub, rooms: int) -> list[tuple[Connection, _Sink]]:
-    """``rooms`` racing rooms of 4 on the hub; every seat's connection and socket."""
+def _connect(hub: Hub, who: Identity, code: str, index: int, now: int) -> tuple[Connection, _Sink]:
+    sink = _Sink()
+    conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK, "127.0.0.1",
+                      index, hub.batch, sink)
+    hub.connect(conn).retune(100_000.0, 100_000.0)
+    hello = m.Hello(who.name, m.PROTOCOL_VERSION)
+    hub.lobby.hello(conn, hello, NewPlayer(who.player_id, f"token-{who.player_id}"), now)
+    session = hub.lobby.session_of(conn)
+    assert session is not None
+    session.room = code
+    return conn, sink
+
+
+def _setup(hub: Hub, rooms: int, spectators: int = 0) -> list[tuple[Connection, _Sink]]:
+    """``rooms`` racing rooms of 4 on the hub (and ``spectators`` each); every seat's
+    connection and socket (the spectators' are not returned)."""
     seats: list[tuple[Connection, _Sink]] = []
     now = hub.now_ms()
     options = room_options()
@@ -141,16 +158,11 @@ def _setup(hub: Hub, rooms: int) -> list[tuple[Connection, _Sink]]:
         hub.lobby.rooms[room.code] = room
         hub.handles[room.code] = RoomHandle(room, SpectatorFeed(0))
         for who in players:
-            sink = _Sink()
-            conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK, "127.0.0.1",
-                              len(seats) + 1, hub.batch, sink)
-            hub.connect(conn).retune(100_000.0, 100_000.0)
-            hello = m.Hello(who.name, m.PROTOCOL_VERSION)
-            hub.lobby.hello(conn, hello, NewPlayer(who.player_id, f"token-{who.player_id}"), now)
-            session = hub.lobby.session_of(conn)
-            assert session is not None
-            session.room = room.code
-            seats.append((conn, sink))
+            seats.append(_connect(hub, who, room.code, len(seats) + 1, now))
+        for s in range(spectators):
+            watcher = Identity(f"s{r}-{s}", f"watcher {s}")
+            room.join(watcher, m.Role.SPECTATOR, now)
+            _connect(hub, watcher, room.code, 100_000 + r * 10 + s, now)
     return seats
 
 
@@ -194,6 +206,43 @@ def _replay(hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]) 
     return time.process_time() - started
 
 
+def _replay_fanout(
+    hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]
+) -> tuple[float, int, int]:
+    """:func:`_replay`, firing every room's due progress flush after each two moves per
+    player; the CPU seconds of the flushes alone, their count and the frames they sent."""
+    handles = list(hub.handles.values())
+    per_round = 2 * len(conns)
+    flush_s, flushes, frames = 0.0, 0, 0
+    hot = hub.metrics.hot
+    for start in range(0, len(stream), per_round):
+        _replay(hub, conns, stream[start : start + per_round])
+        sent = hot.frames_sent
+        started = time.process_time()
+        for handle in handles:
+            if PROGRESS_TIMER in handle.timers:
+                hub._fire(handle, PROGRESS_TIMER)
+                flushes += 1
+        flush_s += time.process_time() - started
+        frames += hot.frames_sent - sent
+    return flush_s, flushes, frames
+
+
+def _fanout(args: argparse.Namespace, stream: list[tuple[int, bytes]], store: RaceStore) -> None:
+    best = float("inf")
+    for round_ in range(args.repeat):
+        hub = _hub(store)
+        conns = [conn for conn, _sink in _setup(hub, args.rooms, spectators=1)]
+        writes = _Sink.writes
+        seconds, flushes, frames = _replay_fanout(hub, conns, stream)
+        writes = _Sink.writes - writes - len(stream)
+        best = min(best, seconds / max(1, flushes))
+        print(f"round {round_ + 1}: {seconds * 1e6 / max(1, flushes):.2f} us/flush, "
+              f"{frames / max(1, flushes):.2f} frames/flush, {writes / max(1, flushes):.2f} "
+              f"writes/flush ({flushes} flushes)")
+    print(f"best: {best * 1e6:.2f} us/flush CPU")
+
+
 def _hub(store: RaceStore) -> Hub:
     # The hub keeps a result writer (and its fallback file) on a store; no race ends here.
     return Hub(Settings(), store, cast(Any, None))
@@ -213,6 +262,9 @@ async def _rounds(args: argparse.Namespace, store: RaceStore) -> None:
     total = sum(mix.values())
     shares = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in sorted(mix.items()))
     print(f"{len(stream)} moves over {args.rooms} rooms of 4: {shares}")
+    if args.fanout:
+        _fanout(args, stream, store)
+        return
     best = float("inf")
     for round_ in range(args.repeat):
         hub = _hub(store)
@@ -236,6 +288,8 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="cProfile the last round")
+    parser.add_argument("--fanout", action="store_true",
+                        help="time the progress flushes (one spectator per room) instead")
     asyncio.run(_main(parser.parse_args()))
 
 

@@ -35,6 +35,7 @@ from protocol.wire.fast import REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
+from server.dealpool import POOL_CEILING, StartRate, deal_now, pool_target
 from server.metrics import Metrics
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
@@ -154,9 +155,19 @@ class Hub:
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
+        #: The last message broadcast and its frames by encoding: a flush sends the same
+        #: ``progress`` to the players and then to the spectators (holding the message
+        #: keeps its identity from being reused).
+        self._encoded: tuple[object, dict[codec.Encoding, Frame]] = (None, {})
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._listing = RoomListing(())
         self._preparing: set[tuple[Rules, Difficulty]] = set()
+        #: Starts per rule set, which size its pool (:func:`server.dealpool.pool_target`).
+        self._start_rates: dict[tuple[Rules, Difficulty], StartRate] = {}
+        #: Deals rooms are waiting for; refills wait until there are none.
+        self._urgent = 0
+        self._no_urgent = asyncio.Event()
+        self._no_urgent.set()
         loop = asyncio.get_running_loop()
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
@@ -230,8 +241,12 @@ class Hub:
         self.metrics.hot.frames_sent += 1
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
-        """Send one message to many: encoded at most once per encoding."""
-        frames: dict[codec.Encoding, Frame] = {}
+        """Send one message to many: encoded at most once per encoding (and once for the
+        players and spectators of a progress flush, see :attr:`_encoded`)."""
+        last, frames = self._encoded
+        if last is not message:
+            frames = {}
+            self._encoded = (message, frames)
         sent = 0
         for conn in conns:
             frame = frames.get(conn.encoding)
@@ -342,8 +357,16 @@ class Hub:
             if room.spectators:
                 self.broadcast(self._conns(room.spectators), out.message)
             return
+        feed = handle.feed
+        if feed.can_release_now():
+            # No delay, nothing held back: straight to the spectators (the feed keeps
+            # the snapshot); no queue, no release pass.
+            sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+            if sent and room.spectators:
+                self.broadcast(self._conns(room.spectators), out.message)
+            return
         now = self.now_ms()
-        handle.feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+        feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
         self._release_feed(handle, now)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
@@ -361,9 +384,12 @@ class Hub:
         logs.event("race_ended", room=code, race_id=race_id, ended_by=out.ended_by.value)
 
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
-        for message in handle.feed.due(now):
-            if handle.room.spectators:
-                self.broadcast(self._conns(handle.room.spectators), message)
+        released = handle.feed.due(now)
+        spectators = handle.room.spectators
+        if released and spectators:
+            conns = self._conns(spectators)
+            for message in released:
+                self.broadcast(conns, message)
         due = handle.feed.next_release_ms()
         if due is not None and _FEED_TIMER not in handle.timers:
             self._set_timer(handle, _FEED_TIMER, due)
@@ -408,13 +434,24 @@ class Hub:
         dealt: DealtGame | None = None
         key = (request.rules, request.difficulty)
         started = time.perf_counter()
+        if not practice:
+            self._start_rates.setdefault(key, StartRate()).started(self.now_ms())
         try:
             if not practice and self._prepared.get(key):
                 dealt = self._prepared[key].popleft()
             else:
-                dealt = await self._loop.run_in_executor(
-                    self.executor, deal_for_seed, request.seed, request.rules, request.difficulty
-                )
+                # A room waits for this one: dealt at normal priority (deal_now), and no
+                # refill is handed to the workers meanwhile (see _fill).
+                self._urgent += 1
+                self._no_urgent.clear()
+                try:
+                    dealt = await self._loop.run_in_executor(
+                        self.executor, deal_now, request.seed, request.rules, request.difficulty
+                    )
+                finally:
+                    self._urgent -= 1
+                    if not self._urgent:
+                        self._no_urgent.set()
         except Exception as exc:
             logs.event("deal_failed", level=logging.WARNING, room=handle.room.code, reason=str(exc))
             if not handle.room.closed:
@@ -425,23 +462,42 @@ class Hub:
         if not practice:
             self._prepare_ahead(key)
         if not handle.room.closed and not self.closing:
-            self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
+            with self.batch:  # room_state and race_start: one write per member
+                self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
-        """Keep a few deals ready per rule set, so most starts need no solving at all."""
+        """Keep deals ready per rule set, so most starts need no solving at all."""
         if self.settings.deals_ahead <= 0 or key in self._preparing or self.closing:
             return
         self._preparing.add(key)
         self.spawn(self._fill(key))
 
+    def pool_target(self, key: tuple[Rules, Difficulty]) -> int:
+        """How many deals to keep ready for ``key``, from the starts seen lately."""
+        rate = self._start_rates.get(key)
+        peak = rate.peak(self.now_ms()) if rate is not None else 0
+        return pool_target(peak, self.settings.deals_ahead, POOL_CEILING)
+
     async def _fill(self, key: tuple[Rules, Difficulty]) -> None:
         queue = self._prepared.setdefault(key, deque())
+        # All workers but one at once: a pool emptied by a burst refills in parallel (at
+        # idle priority, never at the expense of the loop), and a worker stays free for
+        # a room that finds the pool empty.  Refills wait while such a room waits: the
+        # workers take jobs in order, and an idle-priority deal may take long to finish.
+        workers = max(1, self.settings.deal_workers - 1)
         try:
-            while len(queue) < self.settings.deals_ahead and not self.closing:
-                dealt = await self._loop.run_in_executor(
-                    self.executor, deal_for_seed, ids.seed(), key[0], key[1]
-                )
-                queue.append(dealt)
+            while not self.closing:
+                await self._no_urgent.wait()
+                missing = self.pool_target(key) - len(queue)
+                if missing <= 0:
+                    break
+                batch = [
+                    self._loop.run_in_executor(
+                        self.executor, deal_for_seed, ids.seed(), key[0], key[1]
+                    )
+                    for _ in range(min(missing, workers))
+                ]
+                queue.extend(await asyncio.gather(*batch))
         except Exception:
             logs.failure("prepare_deal_failed")
         finally:
