@@ -386,6 +386,9 @@ class GameClient:
             else:
                 player.connected, player.name = member.connected, member.name
             if member.player_id == state.player_id:
+                # The server seats a second "root" as "root (2)": say so, once per change.
+                if member.name != state.name and member.name != self.session.name:
+                    self._tell("renamed", member.name)
                 state.name = member.name
         if room.phase is not m.Phase.RACING:
             # Outside a race only the members count: who left is not in the next one.
