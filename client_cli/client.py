@@ -510,8 +510,10 @@ class GameClient:
         for standing in race.standings:
             player = self.state.players.get(standing.player_id)
             if player is not None:
+                # The standings are the final word: the race's end may send no last progress.
                 player.rank, player.status = standing.rank, standing.status.value
-                player.cleared = standing.cleared
+                player.cleared, player.moves = standing.cleared, standing.moves
+                player.undos = standing.undos
         self._tell("race_over", race)
 
     def _on_spectator_board(self, board: m.SpectatorBoard) -> None:
