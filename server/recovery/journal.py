@@ -13,7 +13,7 @@ A log that keeps refusing is not allowed to stop the races: after
 :data:`RETRIES` the held outputs go out anyway, the rooms of the failed
 entries stop being logged (their logs are dropped, so a restart cannot
 resume them half-way) and :attr:`Journal.problem` says why until a later
-commit succeeds.
+write to the log succeeds.
 """
 
 from __future__ import annotations
@@ -189,6 +189,7 @@ class Journal:
     async def _drop(self, rooms: Sequence[str]) -> None:
         try:
             await self.log.drop(rooms)
+            self.problem = None
         except Exception as exc:
             logs.event("input_log_drop_failed", level=logging.WARNING, rooms=list(rooms),
                        reason=str(exc))
