@@ -586,7 +586,7 @@ class Hub:
             conn.send(move_result_msgpack(outcome))
         else:
             if outcome[FRESH]:  # a resend changed nothing: nothing to log
-                journal.record(room.code, inputs.Moved(pid, seq, action, position, now_ms))
+                journal.record_move(room.code, pid, seq, action, position, now_ms)
             self._put(conn, move_result_msgpack(outcome))
         hot = self.metrics.hot
         hot.frames_sent += 1

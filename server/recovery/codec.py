@@ -70,12 +70,38 @@ _FIELDS["who"] = _FIELDS["host"]
 
 def encode(given: Logged) -> str:
     """One input as the log keeps it."""
+    if type(given) is inputs.Moved:
+        return _encode_move(given)
     doc: dict[str, object] = {"t": _NAMES[type(given)]}
     for spec in dataclasses.fields(given):  # type: ignore[arg-type]
         value = getattr(given, spec.name)
         convert = _FIELDS.get(spec.name)
         doc[spec.name] = convert[0](value) if convert is not None else value
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def _encode_move(move: inputs.Moved) -> str:
+    return encode_move(move.player_id, move.seq, move.action, move.position, move.now_ms)
+
+
+def encode_move(
+    player_id: str, seq: int, action: m.MoveAction, position: int | None, now_ms: int
+) -> str:
+    """:func:`encode` of a move, the input logged most often, from its fields and without
+    the generic walk (the same text, byte for byte: tests/server/race/test_replay.py)."""
+    where = "null" if position is None else int(position)
+    return (
+        f'{{"t":"moved","player_id":{_string(player_id)},"seq":{int(seq)},'
+        f'"action":"{action.value}","position":{where},"now_ms":{int(now_ms)}}}'
+    )
+
+
+#: Player ids are letters and digits: most need no escaping at all.
+_PLAIN: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def _string(text: str) -> str:
+    return f'"{text}"' if _PLAIN.fullmatch(text) else json.dumps(text, ensure_ascii=False)
 
 
 def decode(text: str) -> LoggedInput:

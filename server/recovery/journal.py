@@ -23,14 +23,16 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Final
+from typing import Any, Final
 
+from protocol.wire.messages import MoveAction
 from server import logs
 from server.race.inputs import Opened
 from server.race.outputs import Logged
 from server.recovery import codec
 from server.recovery.log import Entry, InputLog
 
+_encode_move: Final = codec.encode_move
 #: Pauses before the tries of a refused append after the first.
 RETRIES: Final = (0.05, 0.25, 1.0)
 
@@ -57,7 +59,8 @@ class Journal:
         self.entries_written = 0
         self.commits = 0
         self._next: dict[str, int] = {}
-        self._staged: list[tuple[str, Logged]] = []
+        #: (room, input), or for a move (room, player, seq, action, position, now).
+        self._staged: list[tuple[Any, ...]] = []
         self._held: list[Callable[[], None]] = []
         self._drops: list[str] = []
         self._busy = False  # a commit is under way
@@ -89,6 +92,16 @@ class Journal:
             return  # a room that is not logged (its log failed)
         self._staged.append((room, given))
         self._kick()
+
+    def record_move(
+        self, room: str, player_id: str, seq: int, action: MoveAction, position: int | None,
+        now_ms: int,
+    ) -> None:
+        """:meth:`record` of a :class:`~server.race.inputs.Moved` from its fields (the move
+        fast path makes no input object)."""
+        if not self._closed and room in self._next:
+            self._staged.append((room, player_id, seq, action, position, now_ms))
+            self._kick()
 
     def open(self, room: str, next_index: int = 0) -> None:
         """Log room ``room`` from now on, its next entry at ``next_index``."""
@@ -124,8 +137,9 @@ class Journal:
 
     # ---- the committer -----------------------------------------------------------
     def _kick(self) -> None:
-        self._idle.clear()
-        self._wake.set()
+        if not self._wake.is_set():  # once per group: this runs for every move
+            self._idle.clear()
+            self._wake.set()
 
     async def _run(self) -> None:
         while True:
@@ -148,17 +162,20 @@ class Journal:
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
 
-    def _entries(self, staged: Sequence[tuple[str, Logged]]) -> list[Entry]:
+    def _entries(self, staged: Sequence[tuple[Any, ...]]) -> list[Entry]:
         entries = []
-        for room, given in staged:
-            index = self._next.get(room)
+        following, epoch, encode, encode_move = self._next, self.epoch, codec.encode, _encode_move
+        for item in staged:
+            room = item[0]
+            index = following.get(room)
             if index is None:
                 continue
-            self._next[room] = index + 1
-            entries.append(Entry(room, index, self.epoch, codec.encode(given)))
+            following[room] = index + 1
+            data = encode(item[1]) if len(item) == 2 else encode_move(*item[1:])
+            entries.append(Entry(room, index, epoch, data))
         return entries
 
-    async def _commit(self, staged: Sequence[tuple[str, Logged]]) -> None:
+    async def _commit(self, staged: Sequence[tuple[Any, ...]]) -> None:
         entries = self._entries(staged)
         if not entries:
             return

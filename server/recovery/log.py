@@ -19,7 +19,9 @@ Contract (every back end):
 * :meth:`InputLog.append` makes all of its entries durable together (one
   transaction, one pipeline) or raises; after it returns they survive a crash.
 * Entries of one room come back from :meth:`InputLog.read` in ``index`` order
-  (0, 1, 2, ...); appending an index a room already has is an error.
+  (0, 1, 2, ...).  The one writer of a room (its journal) numbers them without
+  gaps or repeats; a back end may rely on that and need not check it.
+* An entry's data is one line of JSON text (it holds no newline).
 * :meth:`InputLog.drop` forgets rooms whose logs are no longer needed (closed
   rooms); dropping an unknown room does nothing.
 * :meth:`InputLog.rooms` names every room that has a log.
@@ -32,10 +34,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
     """One logged input of room ``room``: its place in that room's log, the epoch of the
-    writer, and the input encoded by :mod:`server.recovery.codec` (JSON text)."""
+    writer, and the input encoded by :mod:`server.recovery.codec` (one line of JSON).
+
+    Not frozen: the journal makes one per move, and a frozen one costs twice as much."""
 
     room: str
     index: int

@@ -1,12 +1,14 @@
 """The input log (:mod:`server.recovery.log`) in the server's own database.
 
-One row per logged input in ``room_inputs`` (migration ``0002_room_inputs``),
-keyed by room code and index.  An append is one transaction: on SQLite
-it takes the store's write lock and commits with ``synchronous=FULL`` (see
-:mod:`server.storage.sqlite`), so entries survive a power cut once
-:meth:`SqlInputLog.append` returns.  Runs off the event loop like every
-other query of :class:`~server.storage.store.RaceStore`, whose connections it
-shares.  One node owns the database, so epochs are kept but not fenced.
+``room_inputs`` (migration ``0002_room_inputs``) holds, per row, a run of one
+room's consecutive entries, one per line, keyed by room code and the index of
+the run's first entry: one row per room per group commit, however many inputs.
+An append is one transaction: on SQLite it takes the store's write lock and
+commits with ``synchronous=FULL`` (see :mod:`server.storage.sqlite`), so
+entries survive a power cut once :meth:`SqlInputLog.append` returns.  Runs
+off the event loop like every other query of
+:class:`~server.storage.store.RaceStore`, whose connections it shares.  One
+node owns the database, so epochs are kept but not fenced.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ room_inputs: Final = sa.Table(
 )
 
 
+_COLUMNS: Final = "room_inputs (room_code, idx, epoch, input_json)"
+_INSERT_SQLITE: Final = f"INSERT INTO {_COLUMNS} VALUES (?, ?, ?, ?)"
+_INSERT_PG: Final = f"INSERT INTO {_COLUMNS} VALUES ($1, $2, $3, $4)"
+
+
 class LogEntry(Protocol):
     """An entry as this module reads it (:class:`server.recovery.log.Entry` is one)."""
 
@@ -46,6 +53,29 @@ class LogEntry(Protocol):
     def data(self) -> str: ...
 
 
+def _rows(entries: Sequence[LogEntry]) -> list[tuple[str, int, int, str]]:
+    """Each room's run of consecutive entries as one row ``(room, first index, epoch, data)``:
+    a row costs the database far more than its bytes."""
+    runs: dict[str, list[LogEntry]] = {}
+    rows: list[tuple[str, int, int, str]] = []
+    for entry in entries:
+        run = runs.get(entry.room)
+        if run and (run[-1].index + 1 != entry.index or run[-1].epoch != entry.epoch):
+            rows.append(_row(run))
+            run = None
+        if run is None:
+            run = runs[entry.room] = []
+        run.append(entry)
+    rows += [_row(run) for run in runs.values()]
+    return rows
+
+
+def _row(run: Sequence[LogEntry]) -> tuple[str, int, int, str]:
+    if any("\n" in entry.data for entry in run):
+        raise StorageError("an input log entry may not hold a newline")
+    return run[0].room, run[0].index, run[0].epoch, "\n".join(entry.data for entry in run)
+
+
 class SqlInputLog:
     """Rooms' input logs in ``store``'s database."""
 
@@ -53,16 +83,16 @@ class SqlInputLog:
         self.store = store
 
     async def append(self, entries: Sequence[LogEntry]) -> None:
-        """Insert every entry in one transaction."""
+        """Insert every entry in one transaction: one row per room, holding that room's
+        consecutive entries one per line (entries are JSON, which has no raw newline)."""
         if not entries:
             return
-        rows = [
-            {"room_code": e.room, "idx": e.index, "epoch": e.epoch, "input_json": e.data}
-            for e in entries
-        ]
+        rows = _rows(entries)
+        insert = _INSERT_SQLITE if self.store.dialect == "sqlite" else _INSERT_PG
         try:
             async with self.store._transaction(exclusive=True) as conn:
-                await conn.execute(room_inputs.insert(), rows)
+                # The driver's own executemany: SQLAlchemy's per-row work costs more.
+                await conn.exec_driver_sql(insert, rows)
         except (DBAPIError, OSError) as exc:
             reason = getattr(exc, "orig", None) or exc
             raise StorageError(
@@ -78,7 +108,11 @@ class SqlInputLog:
         )
         async with self.store._connection() as conn:
             rows = (await conn.execute(query)).all()
-        return [(int(row.idx), int(row.epoch), str(row.input_json)) for row in rows]
+        entries = []
+        for row in rows:
+            for offset, data in enumerate(str(row.input_json).split("\n")):
+                entries.append((int(row.idx) + offset, int(row.epoch), data))
+        return entries
 
     async def rooms(self) -> list[str]:
         """Every room with a log, in code order."""

@@ -21,7 +21,7 @@ from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode
 from server.race.lobby import token_digest
 from server.storage.inputlog import SqlInputLog
-from server.storage.store import RaceStore
+from server.storage.store import RaceStore, StorageError
 from tests.serverutil import connect, move_request, open_room, running_server
 
 SEED = "42"
@@ -203,3 +203,26 @@ async def test_reconnect_tokens_are_stored_only_as_digests(tmp_path: Path) -> No
             assert token_digest(token).encode() in stored
         for client in clients:
             await client.close()
+
+
+async def test_the_sql_log_gives_back_every_entry_in_order_however_appends_group_them(
+    tmp_path: Path,
+) -> None:
+    from server.recovery.log import Entry
+
+    store = await RaceStore.connect(f"sqlite:///{tmp_path / 'log.db'}")
+    log = SqlInputLog(store)
+    try:
+        await log.append([Entry("A", 0, 1, '{"n":0}'), Entry("B", 0, 1, '{"n":"b"}'),
+                          Entry("A", 1, 1, '{"n":1}')])
+        await log.append([Entry("A", 2, 2, '{"n":2}'), Entry("A", 3, 2, '{"n":3}')])
+        assert await log.read("A") == [
+            (0, 1, '{"n":0}'), (1, 1, '{"n":1}'), (2, 2, '{"n":2}'), (3, 2, '{"n":3}')
+        ]
+        assert await log.rooms() == ["A", "B"] and await log.max_epoch() == 2
+        with pytest.raises(StorageError, match="newline"):
+            await log.append([Entry("A", 4, 2, "{}\n{}")])
+        await log.drop(["A"])
+        assert await log.rooms() == ["B"] and await log.read("A") == []
+    finally:
+        await store.close()

@@ -1,6 +1,7 @@
 -- Version 2: every room's input log (server/storage/inputlog.py), kept until the
 -- room closes so that a restarted server can rebuild its rooms from it.
--- input_json is one encoded input (server/recovery/codec.py); reconnect tokens
+-- input_json holds a run of consecutive encoded inputs of the room, one per line,
+-- from index idx on (server/recovery/codec.py); reconnect tokens
 -- appear in it only as SHA-256 digests.
 
 CREATE TABLE room_inputs (
