@@ -34,7 +34,7 @@ room_inputs: Final = sa.Table(
 
 _COLUMNS: Final = "room_inputs (room_code, idx, epoch, input_json)"
 _INSERT_SQLITE: Final = f"INSERT INTO {_COLUMNS} VALUES (?, ?, ?, ?)"
-_INSERT_PG: Final = f"INSERT INTO {_COLUMNS} VALUES ($1, $2, $3, $4)"
+_KEYS: Final = ("room_code", "idx", "epoch", "input_json")
 
 
 class LogEntry(Protocol):
@@ -88,11 +88,14 @@ class SqlInputLog:
         if not entries:
             return
         rows = _rows(entries)
-        insert = _INSERT_SQLITE if self.store.dialect == "sqlite" else _INSERT_PG
         try:
             async with self.store._transaction(exclusive=True) as conn:
-                # The driver's own executemany: SQLAlchemy's per-row work costs more.
-                await conn.exec_driver_sql(insert, rows)
+                if self.store.dialect == "sqlite":
+                    # The driver's own executemany: SQLAlchemy's per-row work costs more.
+                    await conn.exec_driver_sql(_INSERT_SQLITE, rows)
+                else:
+                    named = [dict(zip(_KEYS, row, strict=True)) for row in rows]
+                    await conn.execute(room_inputs.insert(), named)
         except (DBAPIError, OSError) as exc:
             reason = getattr(exc, "orig", None) or exc
             raise StorageError(
