@@ -25,9 +25,13 @@ def test_the_hotpath_benchmark_replays_every_move_on_the_fast_path() -> None:
     assert int(recorded.group(1)) >= 3000
     kinds = dict(part.split() for part in recorded.group(2).split(", "))
     assert set(kinds) == {"draw", "play", "undo"}
-    rounds = re.findall(r"^round \d: ([\d.]+) us/move$", done.stdout, re.M)
-    assert len(rounds) == 2 and all(float(r) > 0 for r in rounds)
-    assert re.search(r"^best: [\d.]+ us/move CPU$", done.stdout, re.M)
+    rounds = re.findall(
+        r"^round \d: ([\d.]+) us/move, ([\d.]+) with the input log \((\d+) entries", done.stdout,
+        re.M,
+    )
+    assert len(rounds) == 2 and all(float(a) > 0 and float(b) > 0 for a, b, _ in rounds)
+    assert all(int(entries) >= 3000 for _, _, entries in rounds)  # every move was logged
+    assert re.search(r"^best: [\d.]+ us/move CPU, [\d.]+ with the input log$", done.stdout, re.M)
 
 
 def test_the_fanout_benchmark_flushes_every_room_with_its_spectator_board_and_one_write_each(
