@@ -1,14 +1,15 @@
 """The race tables as SQLAlchemy Core sees them, and records <-> rows.
 
-``server/storage/migrations/`` creates these tables; a test checks that the two agree
-column for column.  Deal, solution and options are JSON text; every move is
-its own ``race_moves`` row so that logs stay queryable.
+The Alembic revisions (``server/storage/alembic/versions/``) create these tables;
+a test checks that the two agree column for column.  Deal, solution and options
+are JSON text; every move is its own ``race_moves`` row so that logs stay
+queryable.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -66,16 +67,14 @@ race_moves = sa.Table(
     sa.Column("reason", sa.Integer),
     sa.Column("card", sa.Text),
 )
+#: The bookkeeping of the store from before Alembic, kept so that such a server
+#: refuses the database (revision 0002).
 schema_version = sa.Table(
     "schema_version",
     metadata,
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("applied_at_ms", sa.BigInteger, nullable=False),
-)
-CREATE_SCHEMA_VERSION: Final = (
-    "CREATE TABLE IF NOT EXISTS schema_version ("
-    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"
 )
 
 
