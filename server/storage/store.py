@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
 from server.storage import migrate
+from server.storage.rating import rate_races
 from server.storage.schema import (
     Row,
     move_of,
@@ -286,7 +287,7 @@ class RaceStore:
         delay = self.retry_delay_s
         for attempt in range(1, self.save_attempts + 1):
             try:
-                await self._insert(rows)
+                await self._insert(rows, records)
                 return
             except IntegrityError as exc:
                 if len(records) > 1:
@@ -311,7 +312,9 @@ class RaceStore:
                 f"another race with the id {record.race_id!r} is already stored"
             ) from exc
 
-    async def _insert(self, rows: Sequence[tuple[Row, list[Row], list[Row]]]) -> None:
+    async def _insert(
+        self, rows: Sequence[tuple[Row, list[Row], list[Row]]], records: Sequence[RaceRecord]
+    ) -> None:
         async with self._transaction(exclusive=True) as conn:
             await conn.execute(races.insert(), [race_row for race_row, _, _ in rows])
             player_rows = [row for _, players, _ in rows for row in players]
@@ -320,6 +323,8 @@ class RaceStore:
             move_rows = [row for _, _, moves in rows for row in moves]
             if move_rows:
                 await conn.execute(race_moves.insert(), move_rows)
+            # In the same transaction: a rated race never lands without its ratings.
+            await rate_races(conn, records)
 
     async def get_race(self, race_id: str) -> RaceRecord | None:
         """The stored race with this id, logs included, or ``None``."""
