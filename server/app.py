@@ -28,6 +28,7 @@ from protocol.wire import messages as m
 from server import logs, metrics
 from server.config import IPNetwork, Settings
 from server.hub import Hub
+from server.player_api import add_player_routes
 from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
 from server.reader import ConnectionReader
@@ -152,6 +153,7 @@ def create_app(
     app.router.add_get("/api/rooms", handle_rooms)
     app.router.add_get("/api/races", handle_race_list)
     app.router.add_get("/api/races/{race_id}", handle_race)
+    add_player_routes(app, lambda app: app[STORE])
     add_web_routes(app)
     return app
 
