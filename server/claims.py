@@ -25,7 +25,8 @@ from typing import Final
 
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
-from server.race.identity import SALT_BYTES, GuessLimiter, account_of, hash_key, key_matches
+from protocol.wire.names import account_of
+from server.race.identity import SALT_BYTES, GuessLimiter, hash_key, key_matches
 from server.storage.players import Claim, Players
 from server.storage.store import StorageError
 

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from protocol.wire.names import account_of
 from server.players.ratings import Rating
-from server.race.identity import account_of
 from server.storage.players import Players, Profile
 from server.storage.store import RaceStore
 

@@ -1,9 +1,7 @@
-"""Claimed names, pure: how names compare, how a key is hashed and checked, and how
-many wrong keys a name or an address may send.
+"""Claimed names, pure: how a key is hashed and checked, and how many wrong keys a
+name or an address may send.
 
-A name is claimed under its *account*: the name after Unicode NFKC
-normalisation and case folding, with runs of white space made one space and
-the ends trimmed, so ``Ann``, ``ann`` and ``ＡＮＮ`` are one account.  The
+A name is claimed under its account (:func:`protocol.wire.names.account_of`).  The
 server keeps only :func:`hash_key`'s scrypt hash of the key, never the key.
 The salt comes in as an argument (the shell draws it), and the limiter's time
 too, so nothing here reads a clock or draws randomness.
@@ -14,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import unicodedata
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,12 +28,6 @@ SALT_BYTES: Final = 16
 HASH_BYTES: Final = 32
 _MAXMEM: Final = 64 * 1024 * 1024
 _SCHEME: Final = "scrypt"
-
-
-def account_of(name: str) -> str:
-    """The form names are compared in: NFKC, case folded, white space collapsed."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
-    return " ".join(folded.split())
 
 
 def hash_key(key: str, salt: bytes, *, n: int = SCRYPT_N, r: int = SCRYPT_R,

@@ -53,7 +53,7 @@ from protocol.wire.messages import (
     UndoPolicy,
 )
 from protocol.wire.messages import Left as LeftMessage
-from server.race.identity import account_of
+from protocol.wire.names import account_of
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,

@@ -15,13 +15,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
-from server.race.identity import (
-    GuessLimiter,
-    GuessLimits,
-    account_of,
-    hash_key,
-    key_matches,
-)
+from protocol.wire.names import account_of
+from server.race.identity import GuessLimiter, GuessLimits, hash_key, key_matches
 from server.storage.players import Players
 from server.storage.store import RaceStore, driver_url
 from tests.serverutil import TestClient, connect, running_server
