@@ -13,7 +13,7 @@ import { PlayConnection } from "./playnet.js";
 import { showResults, resultSentence, WinningLine } from "./playresults.js";
 import { PlaySession, REASON_TEXT, State } from "./playsession.js";
 import { LiveStandings, RaceClock, overFromRecord } from "./playrace.js";
-import { forgetToken, nameProblem, saveName, savedName, savedToken, saveToken } from "./seats.js";
+import { forgetToken, nameProblem, saveName, savedKey, savedName, savedToken, saveToken } from "./seats.js";
 
 const $ = (id) => document.getElementById(id);
 const Err = Object.freeze({
@@ -111,7 +111,7 @@ class Player {
   }
 
   connect(name) {
-    this.session = new PlaySession(name, { token: savedToken(this.code) });
+    this.session = new PlaySession(name, { token: savedToken(this.code), key: savedKey(name) });
     this.conn = new PlayConnection(this.session, {
       onOpen: (_conn, welcome) => this.welcomed(welcome),
       onMessage: (message) => this.receive(message),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,11 +13,12 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser
 
+from protocol.wire import messages as m
 from server.players.ratings import INITIAL
 from server.storage.players import Claim, Players
 from tests import webutil
 from tests.server.storage.test_ratings import race
-from tests.serverutil import RunningServer, start_server
+from tests.serverutil import RunningServer, connect, start_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -153,3 +155,37 @@ async def test_the_leaderboard_page_lists_players_with_links_to_profiles(site: S
     assert "Nobody is on the leaderboard yet" in await page.locator("#message").inner_text()
     assert webutil.script_errors(page) == []
     await page.context.close()
+
+
+async def test_the_play_page_sends_a_kept_key_and_says_when_a_name_is_claimed(
+    site: Site,
+) -> None:
+    if site.browser is None:
+        webutil.require_chromium()
+    assert site.browser is not None
+    key = secrets.token_urlsafe(32)
+    owner = await connect(site.server.ws_url, hello=False)
+    await owner.send(m.Hello(name="Dee", version=m.PROTOCOL_VERSION, key=key))
+    assert isinstance(await owner.recv(), m.Welcome)
+    await owner.close()
+    host = await connect(site.server.ws_url, "host")
+    state = await host.request(m.CreateRoom(), m.RoomState)
+    page = await webutil.new_page(site.browser)
+    await page.goto(f"{site.server.url}/")
+    await page.evaluate(
+        "key => { localStorage.setItem('tripeaks.name', 'dee');"
+        " localStorage.setItem('tripeaks.keys', JSON.stringify({dee: key})); }", key
+    )
+    await page.goto(f"{site.server.url}/play/{state.code}")
+    while len(state.members) < 2:
+        state = await host.expect(m.RoomState)
+    assert [(mb.name, mb.guest) for mb in state.members] == [("host", True), ("dee", False)]
+    stranger = await webutil.new_page(site.browser)
+    await stranger.goto(f"{site.server.url}/")
+    await stranger.evaluate("() => localStorage.setItem('tripeaks.name', 'DEE')")
+    await stranger.goto(f"{site.server.url}/play/{state.code}")
+    await stranger.get_by_text("is claimed").first.wait_for(state="visible")
+    assert webutil.script_errors(page) == []
+    await host.close()
+    await page.context.close()
+    await stranger.context.close()
