@@ -20,6 +20,7 @@ nor kept: only its scrypt hash is stored.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import secrets
 from typing import Final
 
@@ -32,15 +33,24 @@ from server.storage.store import StorageError
 
 #: Most messages held behind a hello being checked; more are refused as rate-limited.
 MAX_HELD: Final = 64
-#: Keys hashed at once (each takes 16 MiB and a core for ~50 ms).
+#: Keys hashed at once (each takes 16 MiB and a core for ~50 ms), so that hellos leave
+#: the deal pool's other workers to deals.
 HASHERS: Final = 2
 
 
 class Claims:
     """Decides which account a new session's ``hello`` proves."""
 
-    def __init__(self, players: Players, limiter: GuessLimiter | None = None) -> None:
+    def __init__(
+        self,
+        players: Players,
+        executor: concurrent.futures.Executor | None = None,
+        limiter: GuessLimiter | None = None,
+    ) -> None:
         self.players = players
+        #: Where keys are hashed: the deal process pool.  hashlib.scrypt holds the GIL
+        #: while it runs (a thread would stall the event loop for the whole hash).
+        self.executor = executor
         self.limiter = limiter or GuessLimiter()
         self._hashing = asyncio.Semaphore(HASHERS)
 
@@ -69,8 +79,10 @@ class Claims:
         self, hello: m.Hello, account: str, address: str, now_ms: int
     ) -> str | None:
         assert hello.key is not None
+        salt = secrets.token_bytes(SALT_BYTES)
         async with self._hashing:
-            key_hash = await asyncio.to_thread(hash_key, hello.key, secrets.token_bytes(SALT_BYTES))
+            loop = asyncio.get_running_loop()
+            key_hash = await loop.run_in_executor(self.executor, hash_key, hello.key, salt)
         try:
             if await self.players.claim(Claim(account, hello.name, key_hash), now_ms):
                 return account
@@ -81,7 +93,8 @@ class Claims:
 
     async def _matches(self, key: str, key_hash: str) -> bool:
         async with self._hashing:
-            return await asyncio.to_thread(key_matches, key, key_hash)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, key_matches, key, key_hash)
 
 
 class Held:

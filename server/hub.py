@@ -153,7 +153,7 @@ class Hub:
             lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
         )
         #: Claimed names; the messages of connections whose hello is being checked.
-        self.claims = Claims(Players(store))
+        self.claims = Claims(Players(store), executor)
         self.held: dict[Connection, Held] = {}
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
