@@ -20,6 +20,7 @@ from typing import Final
 
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
 from client_cli.connection import Connection, unreadable, wire_move
+from client_cli.keys import stored_key
 from client_cli.net import CLIENT_NAME, ClientError, ConnectionLost, ServerRefused, error_text
 from client_cli.seats import SavedSeat, SeatFiles
 from protocol.rules.game import DRAW, Rules, Status
@@ -163,7 +164,7 @@ class GameClient:
         self, url: str, name: str, listener: Listener | None = None,
         seats: SeatFiles | None = None,
     ) -> None:
-        self.session = ClientSession(name, client=CLIENT_NAME)
+        self.session = ClientSession(name, client=CLIENT_NAME, key=stored_key(name))
         self.link = Connection(url, self.session)
         self.state = ClientState()
         self.listener = listener

@@ -30,6 +30,7 @@ from protocol.wire import messages as m
 from server import logs, metrics
 from server.config import IPNetwork, Settings
 from server.hub import Hub
+from server.player_api import add_player_routes
 from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
 from server.reader import ConnectionReader
@@ -161,6 +162,7 @@ def create_app(
     app.router.add_get("/api/rooms", handle_rooms)
     app.router.add_get("/api/races", handle_race_list)
     app.router.add_get("/api/races/{race_id}", handle_race)
+    add_player_routes(app, lambda app: app[STORE])
     add_web_routes(app)
     return app
 
@@ -168,6 +170,9 @@ def create_app(
 async def _open_store(settings: Settings) -> RaceStore:
     """Open and migrate the database, and make sure it takes writes (else raise)."""
     store = await RaceStore.connect(settings.db or None)
+    before, after = store.upgraded
+    if before != after:
+        logs.event("schema_upgraded", database=store.url, before=before, after=after)
     try:
         await store.check_writable()
     except BaseException:

@@ -35,6 +35,7 @@ from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from protocol.wire.fast import FRESH, REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
+from server.claims import Claims, Held
 from server.config import Settings
 from server.dealpool import POOL_CEILING, StartRate, deal_now, pool_target
 from server.metrics import Metrics
@@ -68,6 +69,7 @@ from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
 from server.recovery.journal import Journal
 from server.recovery.resume import Rebuilt
+from server.storage.players import Players
 from server.storage.store import RaceStore
 from server.storage.writer import ResultWriter
 from server.storing import Storing
@@ -161,6 +163,9 @@ class Hub:
         self.metrics = Metrics(
             lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
         )
+        #: Claimed names; the messages of connections whose hello is being checked.
+        self.claims = Claims(Players(store), executor)
+        self.held: dict[Connection, Held] = {}
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
@@ -598,6 +603,7 @@ class Hub:
     def connection_lost(self, conn: Connection) -> None:
         """The socket is gone: its player keeps the seat for the grace period."""
         self.connections.pop(conn, None)
+        self.held.pop(conn, None)
         self.apply(conn, self.lobby.connection_lost(conn, self.now_ms()))
 
     # ---- the move fast path ----------------------------------------------------------
@@ -669,6 +675,11 @@ class Hub:
     def handle(self, conn: Connection, message: m.ClientMessage) -> CloseCode | None:
         """Check one decoded message against the life cycle and act on it; the close code
         when the connection must go."""
+        held = self.held.get(conn)
+        if held is not None:  # its hello is being checked: in order, after it
+            if not held.add(message):
+                self.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG)
+            return None
         refusal = self.lobby.refusal(conn, message.TAG)
         seq = message.seq if isinstance(message, m.MoveRequest) else None
         if refusal is not None:
@@ -727,12 +738,52 @@ class Hub:
         self.metrics.hot.frames_sent += 1
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
-        new = NewPlayer(ids.player_id(), ids.reconnect_token())
+        if hello.token is not None and hello.token in self.lobby.sessions:
+            self._welcome(conn, hello, None, now)  # resumed: the session proved its name
+            return
+        self.held[conn] = Held()
+        self.spawn(self._check_hello(conn, hello))
+
+    async def _check_hello(self, conn: Connection, hello: m.Hello) -> None:
+        """A new session's name checked against the claims, then welcomed or refused."""
+        try:
+            account = await self.claims.account_for(hello, conn.address, self.now_ms())
+        except ProtocolError as exc:
+            self.error(conn, exc.code, exc.message, ref=hello.TAG)
+            logs.event("hello_refused", conn=conn.conn_id, code=int(exc.code), address=conn.address)
+        except Exception:
+            logs.failure("handler_failed", conn=conn.conn_id, message=hello.TAG)
+            self.error(conn, ErrorCode.INTERNAL_ERROR, ref=hello.TAG)
+        else:
+            if conn in self.connections:
+                self._welcome(conn, hello, account, self.now_ms())
+        finally:
+            self._release(conn)
+
+    def _welcome(self, conn: Connection, hello: m.Hello, account: str | None, now: int) -> None:
+        new = NewPlayer(ids.player_id(), ids.reconnect_token(), account)
         self.apply(conn, self.lobby.hello(conn, hello, new, now))
         session = self.lobby.session_of(conn)
+        if session is not None and session.credit is None:
+            session.credit = self.connections.get(conn)  # as the reader does after a hello
         player = session.identity.player_id if session else new.player_id
+        guest = session.identity.account is None if session else True
         resumed = player != new.player_id
-        logs.event("hello", conn=conn.conn_id, player=player, resumed=resumed, address=conn.address)
+        logs.event(
+            "hello", conn=conn.conn_id, player=player, resumed=resumed, guest=guest,
+            address=conn.address,
+        )
+
+    def _release(self, conn: Connection) -> None:
+        """Handle what ``conn`` sent while its hello was checked (a second hello holds again)."""
+        held = self.held.pop(conn, None)
+        for message in held.messages if held is not None else ():
+            if conn not in self.connections:
+                return
+            close = self.handle(conn, message)
+            if close is not None:
+                self.spawn(conn.close(close))
+                return
 
     def _in_room_of(self, conn: Connection) -> tuple[RoomHandle, str]:
         session = self.lobby.session_of(conn)

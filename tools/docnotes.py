@@ -131,6 +131,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Hello", "token"): "reconnect token from an earlier `welcome`, to resume",
     ("Hello", "bot"): "true for programs; bots are labelled as such to everyone",
     ("Hello", "client"): "client software name and version, for logs",
+    ("Hello", "key"): "the secret key of a claimed name (docs/players.md): with it, a name "
+    "nobody has claimed becomes yours; a claimed name needs its key. Never shown to anyone",
     ("CreateRoom", "options"): "the room's options",
     ("Join", "code"): "room code (as shown by `room_state.code`)",
     ("Join", "role"): "join to race or to watch",
@@ -258,6 +260,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Member", "bot"): "a program",
     ("Member", "ready"): "ready flag (lobby), or asked for a rematch (finished)",
     ("Member", "connected"): "false while the player is disconnected (seat kept)",
+    ("Member", "guest"): "true unless the player proved a claimed name with its key "
+    "(docs/players.md); bots are guests unless they claimed one",
     ("RoomSummary", "code"): "room code",
     ("RoomSummary", "phase"): "the room's phase",
     ("RoomSummary", "players"): "seated players",
@@ -306,6 +310,14 @@ ERROR_NOTES: Final[dict[ErrorCode, str]] = {
     "start a solo race",
     ErrorCode.ALREADY_RACING: "never sent by this server: a player still seated in the room "
     "gets 104, and one who left a running race is out of it and may watch it at once",
+    ErrorCode.NAME_CLAIMED: "answers a `hello` without `key` (and without a `token` that "
+    "resumes a session) whose name, compared after NFKC and case folding, someone claimed; "
+    "the connection stays open for another `hello`",
+    ErrorCode.WRONG_KEY: "answers a `hello` whose `key` does not match the claimed name; "
+    "it counts as a guess",
+    ErrorCode.TOO_MANY_GUESSES: "answers a `hello` with a `key` for a claimed name after 5 "
+    "wrong keys for that name, or 10 from the address, within 60 s: the key is not even "
+    "checked until the window has passed",
     ErrorCode.KICKED: "answers `join` with role `player` from someone the host kicked from "
     "this room, matched by player id (a resumed session keeps it) and by name, ignoring "
     "case; the bar lifts when the room's next race starts. Watching is not barred",

@@ -67,6 +67,9 @@ class ErrorCode(enum.IntEnum):
     BAD_SEED = 116
     ALREADY_RACING = 117
     KICKED = 118
+    NAME_CLAIMED = 119
+    WRONG_KEY = 120
+    TOO_MANY_GUESSES = 121
 
     # -- server failures -------------------------------------------------
     INTERNAL_ERROR = 200
@@ -116,6 +119,11 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.ALREADY_RACING: "that player is racing in this room and cannot spectate it",
     ErrorCode.KICKED: "the host removed you from this room; you may take a seat again once "
     "its next race has started",
+    ErrorCode.NAME_CLAIMED: "that name is claimed: send its key in hello, or choose another "
+    "name",
+    ErrorCode.WRONG_KEY: "that key is not the key of this claimed name",
+    ErrorCode.TOO_MANY_GUESSES: "too many wrong keys for this name or from your address; "
+    "wait a minute",
     ErrorCode.INTERNAL_ERROR: "internal server error",
     ErrorCode.SERVER_BUSY: "the server is busy; try again later",
     ErrorCode.SHUTTING_DOWN: "the server is shutting down",

@@ -79,6 +79,8 @@ class NewPlayer:
 
     player_id: str
     token: str
+    #: The claimed name the hello proved (checked by the shell); None for a guest.
+    account: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +151,8 @@ class Lobby(Generic[C]):
         resumed = session is not None
         outputs: list[LobbyOutput[C]] = []
         if session is None:
-            session = Session(Identity(new.player_id, hello.name, hello.bot), new.token)
+            who = Identity(new.player_id, hello.name, hello.bot, new.account)
+            session = Session(who, new.token)
             self.sessions[session.token] = session
             self.by_player[new.player_id] = session
         elif session.conn is not None and session.conn is not conn:

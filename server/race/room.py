@@ -53,6 +53,7 @@ from protocol.wire.messages import (
     UndoPolicy,
 )
 from protocol.wire.messages import Left as LeftMessage
+from protocol.wire.names import account_of
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,
@@ -108,6 +109,8 @@ class Room:
         #: The fresh values of the last rematch request, for a rematch that a leave completes.
         self._rematch_fresh: Fresh | None = None
         self._dirty: set[str] = set()
+        #: The claimed names of the race under way's players, for its record.
+        self._accounts: dict[str, str] = {}
         self._shown = BoardsShown()
         self._progress_due: int | None = None
         self._last_progress_ms = 0
@@ -136,7 +139,14 @@ class Room:
             host_id=self.host_id,
             options=self.options,
             members=tuple(
-                Member(s.identity.player_id, s.identity.name, s.identity.bot, s.ready, s.connected)
+                Member(
+                    s.identity.player_id,
+                    s.identity.name,
+                    s.identity.bot,
+                    s.ready,
+                    s.connected,
+                    guest=s.identity.account is None,
+                )
                 for s in self.seats.values()
             ),
             spectators=len(self.spectators),
@@ -187,10 +197,14 @@ class Room:
         return [CancelTimer(EMPTY_TIMER), *self._state_changed()]
 
     def _distinct(self, who: Identity) -> Identity:
-        """``who`` under a name no member has: a second ``root`` sits as ``root (2)``."""
-        taken = {seat.identity.name for seat in self.seats.values()}
+        """``who`` under a name no member has: a second ``root`` sits as ``root (2)``.
+
+        Names are compared as claims are (``Ann`` and ``ＡＮＮ`` are one name), so a guest
+        and a claimed player of one name are told apart by more than the guest mark.
+        """
+        taken = {account_of(seat.identity.name) for seat in self.seats.values()}
         number, name = 1, who.name
-        while name in taken:
+        while account_of(name) in taken:
             number += 1
             suffix = f" ({number})"
             name = who.name[: MAX_NAME_LENGTH - len(suffix)] + suffix
@@ -400,6 +414,9 @@ class Room:
             time_limit_ms=limit_ms,
         )
         self.race, self.dealt, self.race_id = race, dealt, pending.race_id
+        self._accounts = {
+            pid: s.identity.account for pid, s in self.seats.items() if s.identity.account
+        }
         self.commitment = commitment(dealt.seed, dealt.rules)
         self.phase = racing
         self._dirty.clear()
@@ -614,7 +631,9 @@ class Room:
         self._dirty.update(race.racers)
         outputs = self._flush_progress(now_ms, final=True)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
-        over, record = race_outcome(race, dealt, race_id, ended_by, self.code, self.options, now_ms)
+        over, record = race_outcome(
+            race, dealt, race_id, ended_by, self.code, self.options, now_ms, self._accounts
+        )
         self.phase = finished
         for seat in self.seats.values():
             seat.ready = False

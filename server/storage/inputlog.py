@@ -1,6 +1,6 @@
 """The input log (:mod:`server.recovery.log`) in the server's own database.
 
-``room_inputs`` (migration ``0002_room_inputs``) holds, per row, a run of one
+``room_inputs`` (Alembic revision ``0004``) holds, per row, a run of one
 room's consecutive entries, one per line, keyed by room code and the index of
 the run's first entry: one row per room per group commit, however many inputs.
 An append is one transaction: on SQLite it takes the store's write lock and

@@ -15,7 +15,7 @@ import { PlayConnection } from "./playnet.js";
 import { showResults, resultSentence, WinningLine } from "./playresults.js";
 import { PlaySession, REASON_TEXT, State } from "./playsession.js";
 import { LiveStandings, RaceClock, overFromRecord } from "./playrace.js";
-import { forgetToken, savedName, savedToken, saveToken } from "./seats.js";
+import { forgetToken, savedKey, savedName, savedToken, saveToken } from "./seats.js";
 
 const $ = (id) => document.getElementById(id);
 const Err = Object.freeze({
@@ -100,7 +100,7 @@ class Player {
   }
 
   connect(name) {
-    this.session = new PlaySession(name, { token: savedToken(this.code) });
+    this.session = new PlaySession(name, { token: savedToken(this.code), key: savedKey(name) });
     const conn = new PlayConnection(this.session, {
       onOpen: (_conn, welcome) => this.welcomed(welcome),
       // A socket given up (a change of name) may still deliver: only the current one counts.
