@@ -326,7 +326,8 @@ class PlainUI:
 
 
 async def _until_race_over(client: GameClient, reader: asyncio.Task[None]) -> None:
-    live = (m.Phase.COUNTDOWN, m.Phase.RACING)
+    # A room still in its lobby is watched until its coming race is over too.
+    live = (m.Phase.LOBBY, m.Phase.COUNTDOWN, m.Phase.RACING)
     while not reader.done() and client.state.race_over is None and client.state.phase in live:
         await asyncio.sleep(0.1)
 

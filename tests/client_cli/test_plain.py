@@ -120,6 +120,7 @@ async def test_a_plain_watcher_with_no_input_watches_to_the_end(tmp_path: Path) 
         await watcher.wait_for("watching")
         assert watcher.process.stdin is not None
         watcher.process.stdin.close()  # nothing more to say: it must keep watching
+        await asyncio.sleep(0.5)  # the end of input reaches the watcher while the room waits
         await host.send(m.Ready(True))
         await host.send(m.Start())
         await host.expect(m.RaceStart, timeout=30)
