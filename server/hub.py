@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
+from protocol.deals.dealer import DealtGame, Difficulty
 from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
@@ -35,8 +35,9 @@ from protocol.wire.fast import REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
-from server.dealpool import POOL_CEILING, StartRate, deal_now, pool_target
+from server.dealpool import POOL_CEILING, StartRate, deal_later, deal_now, pool_target
 from server.metrics import Metrics
+from server.pars import ParJob, ParJobs, with_par
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
@@ -61,6 +62,7 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.ratelimit import AddressLimiter, CreditBucket
+from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
@@ -91,6 +93,8 @@ class RoomHandle:
     #: See :class:`server.storing.HeldRoom`.
     writing: dict[str, bool | None] = field(default_factory=dict)
     held: list[Output] = field(default_factory=list)
+    #: The par of the room's latest deal (see :mod:`server.pars`).
+    par: ParJob | None = None
 
 
 def _fresh() -> Fresh:
@@ -164,11 +168,16 @@ class Hub:
         self._preparing: set[tuple[Rules, Difficulty]] = set()
         #: Starts per rule set, which size its pool (:func:`server.dealpool.pool_target`).
         self._start_rates: dict[tuple[Rules, Difficulty], StartRate] = {}
+        #: Finished races whose record waits for its par: race id -> (room, record).
+        self._awaiting_par: dict[str, tuple[RoomHandle, RaceRecord]] = {}
         #: Deals rooms are waiting for; refills wait until there are none.
         self._urgent = 0
         self._no_urgent = asyncio.Event()
         self._no_urgent.set()
         loop = asyncio.get_running_loop()
+        self.pars = ParJobs(
+            loop, executor, max(1, settings.deal_workers - 1), self._no_urgent, self.spawn
+        )
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
@@ -318,7 +327,7 @@ class Hub:
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
-            SaveRace: lambda handle, out: self.storing.save(handle, out.record),
+            SaveRace: self._save_race,
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
             ),
@@ -463,7 +472,10 @@ class Hub:
             self._prepare_ahead(key)
         if not handle.room.closed and not self.closing:
             with self.batch:  # room_state and race_start: one write per member
-                self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
+                outputs = handle.room.deal_ready(request.ticket, dealt, self.now_ms())
+                if outputs:  # par follows, off the start path (server.pars)
+                    handle.par = self.pars.submit(dealt)
+                self.run(handle, outputs)
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
         """Keep deals ready per rule set, so most starts need no solving at all."""
@@ -493,7 +505,7 @@ class Hub:
                     break
                 batch = [
                     self._loop.run_in_executor(
-                        self.executor, deal_for_seed, ids.seed(), key[0], key[1]
+                        self.executor, deal_later, ids.seed(), key[0], key[1]
                     )
                     for _ in range(min(missing, workers))
                 ]
@@ -504,6 +516,33 @@ class Hub:
             self._preparing.discard(key)
 
     # ---- storing -------------------------------------------------------------------
+    def _save_race(self, handle: RoomHandle, out: SaveRace) -> None:
+        """Store a finished race once its par is known (its frames wait meanwhile)."""
+        record, job = out.record, handle.par
+        if record.par is not None or job is None or not job.belongs_to(record):
+            self.storing.save(handle, record)
+        elif job.future.done() or self.closing:
+            result = job.future.result() if job.future.done() else None
+            self.storing.save(handle, with_par(record, handle.held, result))
+        else:
+            handle.writing.setdefault(record.race_id, None)
+            self._awaiting_par[record.race_id] = (handle, record)
+            self.pars.hurry(job)
+            self.spawn(self._save_with_par(record.race_id, job))
+
+    async def _save_with_par(self, race_id: str, job: ParJob) -> None:
+        result = await job.future
+        waiting = self._awaiting_par.pop(race_id, None)
+        if waiting is not None:  # (shutdown may have stored it already)
+            handle, record = waiting
+            self.storing.save(handle, with_par(record, handle.held, result))
+
+    def _save_without_par(self) -> None:
+        """Shutting down: races still waiting for their par are stored without it."""
+        waiting, self._awaiting_par = self._awaiting_par, {}
+        for handle, record in waiting.values():
+            self.storing.save(handle, record)
+
     def deliver(self, handle: RoomHandle, out: Output) -> None:
         """Send a room's frame now, held or not (:mod:`server.storing` releases held ones)."""
         self._frames[type(out)](handle, out)
@@ -708,6 +747,7 @@ class Hub:
             for timer in handle.timers.values():
                 timer.cancel()
             handle.timers.clear()
+        self._save_without_par()
         # The aborted races' race_over frames wait for their write, so write first.
         await self.writer.close(self.settings.shutdown_timeout_s)
         closers = [
