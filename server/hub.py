@@ -65,7 +65,7 @@ from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
-from server.race.spectate import SpectatorFeed
+from server.race.spectate import UPDATE_PARTS, SpectatorFeed, pack_updates
 from server.storage.store import RaceStore
 from server.storage.writer import ResultWriter
 from server.storing import Storing
@@ -95,6 +95,9 @@ class RoomHandle:
     held: list[Output] = field(default_factory=list)
     #: The par of the room's latest deal (see :mod:`server.pars`).
     par: ParJob | None = None
+    #: Progress and boards sent to the old-style spectators and not yet to those that
+    #: asked for ``spectator_update`` (packed at the end of the room's outputs).
+    tick: list[m.ServerMessage] = field(default_factory=list)
 
 
 def _fresh() -> Fresh:
@@ -163,6 +166,8 @@ class Hub:
         #: ``progress`` to the players and then to the spectators (holding the message
         #: keeps its identity from being reused).
         self._encoded: tuple[object, dict[codec.Encoding, Frame]] = (None, {})
+        #: Connections whose hello asked for ``spectator_update`` frames.
+        self._ticking: set[Connection] = set()
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._listing = RoomListing(())
         self._preparing: set[tuple[Rules, Difficulty]] = set()
@@ -341,6 +346,8 @@ class Hub:
         table = self._room_outputs
         for out in outputs:
             table[type(out)](handle, out)
+        if handle.tick:
+            self._send_tick(handle)
 
     def _frame(self, handle: RoomHandle, out: Send | ToPlayers | ToSpectators | Snapshot) -> None:
         """A frame for the room's members: sent now, or held while a result is written."""
@@ -364,7 +371,7 @@ class Hub:
         room = handle.room
         if out.live:
             if room.spectators:
-                self.broadcast(self._conns(room.spectators), out.message)
+                self._watch(handle, out.message)
             return
         feed = handle.feed
         if feed.can_release_now():
@@ -372,15 +379,37 @@ class Hub:
             # the snapshot); no queue, no release pass.
             sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
             if sent and room.spectators:
-                self.broadcast(self._conns(room.spectators), out.message)
+                self._watch(handle, out.message)
             return
         now = self.now_ms()
         feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
         self._release_feed(handle, now)
 
+    def _watch(self, handle: RoomHandle, message: m.ServerMessage) -> None:
+        """Send a frame to the room's spectators; for those that asked for
+        ``spectator_update``, progress and boards wait in ``handle.tick``."""
+        conns = self._conns(handle.room.spectators)
+        ticking = self._ticking
+        if ticking and type(message) in UPDATE_PARTS:
+            old = [conn for conn in conns if conn not in ticking]
+            if len(old) < len(conns):
+                handle.tick.append(message)
+            conns = old
+        elif handle.tick:
+            self._send_tick(handle)  # what came before goes first
+        if conns:
+            self.broadcast(conns, message)
+
+    def _send_tick(self, handle: RoomHandle) -> None:
+        parts, handle.tick = handle.tick, []
+        conns = [c for c in self._conns(handle.room.spectators) if c in self._ticking]
+        for update in pack_updates(parts):
+            self.broadcast(conns, update)
+
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
         for conn in self._conns((out.player_id,)):
-            for message in handle.feed.snapshot():
+            messages = handle.feed.snapshot()
+            for message in pack_updates(messages) if conn in self._ticking else messages:
                 self.reply(conn, message)
 
     def _race_began(self, handle: RoomHandle, out: RaceBegan) -> None:
@@ -394,11 +423,11 @@ class Hub:
 
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
         released = handle.feed.due(now)
-        spectators = handle.room.spectators
-        if released and spectators:
-            conns = self._conns(spectators)
+        if released and handle.room.spectators:
             for message in released:
-                self.broadcast(conns, message)
+                self._watch(handle, message)
+            if handle.tick:
+                self._send_tick(handle)
         due = handle.feed.next_release_ms()
         if due is not None and _FEED_TIMER not in handle.timers:
             self._set_timer(handle, _FEED_TIMER, due)
@@ -546,6 +575,8 @@ class Hub:
     def deliver(self, handle: RoomHandle, out: Output) -> None:
         """Send a room's frame now, held or not (:mod:`server.storing` releases held ones)."""
         self._frames[type(out)](handle, out)
+        if handle.tick:
+            self._send_tick(handle)
 
     @property
     def writer(self) -> ResultWriter:
@@ -571,6 +602,7 @@ class Hub:
     def connection_lost(self, conn: Connection) -> None:
         """The socket is gone: its player keeps the seat for the grace period."""
         self.connections.pop(conn, None)
+        self._ticking.discard(conn)
         self.apply(conn, self.lobby.connection_lost(conn, self.now_ms()))
 
     # ---- the move fast path ----------------------------------------------------------
@@ -696,6 +728,8 @@ class Hub:
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
         new = NewPlayer(ids.player_id(), ids.reconnect_token())
+        if hello.spectator_update:
+            self._ticking.add(conn)
         self.apply(conn, self.lobby.hello(conn, hello, new, now))
         session = self.lobby.session_of(conn)
         player = session.identity.player_id if session else new.player_id

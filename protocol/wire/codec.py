@@ -131,9 +131,23 @@ def _board_wire(message: Any) -> dict[str, object]:
     }
 
 
+def _update_wire(message: Any) -> dict[str, object]:
+    progress = None
+    if message.progress is not None:
+        progress = _progress_wire(message.progress)
+        del progress["t"]
+    boards = []
+    for board in message.boards:
+        entry = _board_wire(board)
+        del entry["t"]
+        boards.append(entry)
+    return {"t": m.SpectatorUpdate.TAG, "progress": progress, "boards": boards}
+
+
 _HOT_WIRE: Final[dict[type, Callable[[Any], dict[str, object]]]] = {
     m.Progress: _progress_wire,
     m.SpectatorBoard: _board_wire,
+    m.SpectatorUpdate: _update_wire,
 }
 
 

@@ -99,10 +99,13 @@ class ClientSession:
         client: str = "",
         token: str | None = None,
         encoding: codec.Encoding = codec.Encoding.MSGPACK,
+        spectator_update: bool = False,
     ) -> None:
         self.name = name
         self.bot = bot
         self.client = client
+        #: Asks, in ``hello``, for ``spectator_update`` frames while spectating.
+        self.spectator_update = spectator_update
         #: The reconnect token: sent in ``hello``, replaced by each ``welcome``.
         self.token = token
         self.encoding = encoding
@@ -128,7 +131,7 @@ class ClientSession:
         self.state = SessionState.HELLO_SENT
         hello = m.Hello(
             name=self.name, version=m.PROTOCOL_VERSION, token=self.token, bot=self.bot,
-            client=self.client,
+            client=self.client, spectator_update=self.spectator_update,
         )
         return codec.encode(hello, self.encoding)
 

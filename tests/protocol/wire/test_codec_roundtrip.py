@@ -142,7 +142,7 @@ def test_both_encodings_carry_the_same_map(message: Any) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(message_strategy((m.Progress, m.SpectatorBoard)))
+@given(message_strategy((m.Progress, m.SpectatorBoard, m.SpectatorUpdate)))
 def test_the_hand_written_maps_of_hot_frames_are_the_schemas_maps(message: Any) -> None:
     by_schema = {"t": message.TAG, **codec.node_for(type(message)).encode(message)}
     fast = codec.to_wire(message)
