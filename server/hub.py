@@ -98,6 +98,8 @@ class RoomHandle:
     #: Progress and boards sent to the old-style spectators and not yet to those that
     #: asked for ``spectator_update`` (packed at the end of the room's outputs).
     tick: list[m.ServerMessage] = field(default_factory=list)
+    #: The spectators that did not ask, while ``tick`` holds anything.
+    tick_old: list[Connection] = field(default_factory=list)
 
 
 def _fresh() -> Fresh:
@@ -388,23 +390,43 @@ class Hub:
     def _watch(self, handle: RoomHandle, message: m.ServerMessage) -> None:
         """Send a frame to the room's spectators; for those that asked for
         ``spectator_update``, progress and boards wait in ``handle.tick``."""
-        conns = self._conns(handle.room.spectators)
         ticking = self._ticking
         if ticking and type(message) in UPDATE_PARTS:
-            old = [conn for conn in conns if conn not in ticking]
-            if len(old) < len(conns):
+            if handle.tick:  # the same moment: the same spectators
+                conns = handle.tick_old
                 handle.tick.append(message)
-            conns = old
-        elif handle.tick:
-            self._send_tick(handle)  # what came before goes first
+            else:
+                every = self._conns(handle.room.spectators)
+                conns = [conn for conn in every if conn not in ticking]
+                if len(conns) < len(every):
+                    handle.tick.append(message)
+                    handle.tick_old = conns
+        else:
+            if handle.tick:
+                self._send_tick(handle)  # what came before goes first
+            conns = self._conns(handle.room.spectators)
         if conns:
             self.broadcast(conns, message)
 
     def _send_tick(self, handle: RoomHandle) -> None:
-        parts, handle.tick = handle.tick, []
+        parts, handle.tick, handle.tick_old = handle.tick, [], []
         conns = [c for c in self._conns(handle.room.spectators) if c in self._ticking]
         for update in pack_updates(parts):
-            self.broadcast(conns, update)
+            if type(update) is not m.SpectatorUpdate:
+                self.broadcast(conns, update)
+                continue
+            # The progress in it was just encoded for the players: reused, not redone.
+            last, encoded = self._encoded
+            ready = encoded if last is update.progress else {}
+            frames: dict[codec.Encoding, Frame] = {}
+            for conn in conns:
+                frame = frames.get(conn.encoding)
+                if frame is None:
+                    frame = frames[conn.encoding] = codec.encode_update(
+                        update, conn.encoding, ready.get(conn.encoding)
+                    )
+                conn.send(frame)
+            self.metrics.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
         for conn in self._conns((out.player_id,)):
