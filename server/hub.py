@@ -72,6 +72,7 @@ from server.storing import Storing
 from server.transport.connection import Connection, Frame
 from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
+from server.turns import TurnSlots
 
 _FEED_TIMER: Final = "__feed__"
 _MOVE_TAG: Final = m.MoveRequest.TAG
@@ -182,6 +183,7 @@ class Hub:
         self._no_urgent = asyncio.Event()
         self._no_urgent.set()
         loop = asyncio.get_running_loop()
+        self._start_slots = TurnSlots(loop)
         self.pars = ParJobs(
             loop, executor, max(1, settings.deal_workers - 1), self._no_urgent, self.spawn
         )
@@ -521,6 +523,7 @@ class Hub:
         self.metrics.deal_seconds.observe(time.perf_counter() - started)
         if not practice:
             self._prepare_ahead(key)
+        await self._start_slots.take()  # a burst of starts is spread over turns of the loop
         if not handle.room.closed and not self.closing:
             with self.batch:  # room_state and race_start: one write per member
                 outputs = handle.room.deal_ready(request.ticket, dealt, self.now_ms())
