@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
@@ -17,9 +19,11 @@ SEED = "42"
 LINE = deal_for_seed(SEED, Rules(), with_par=False).solution
 
 
-async def watcher(ws_url: str, code: str, *, updates: bool) -> TestClient:
+async def watcher(
+    ws_url: str, code: str, *, updates: bool, encoding: str = "msgpack"
+) -> TestClient:
     """A spectator of room ``code``, asking for spectator_update or not."""
-    client = await connect(ws_url, "watcher", hello=False)
+    client = await connect(ws_url, "watcher", hello=False, encoding=encoding)
     hello = m.Hello("watcher", m.PROTOCOL_VERSION, spectator_update=updates)
     client.welcome = await client.request(hello, m.Welcome)
     await client.request(m.Join(code, m.Role.SPECTATOR), m.RoomState)
@@ -59,13 +63,14 @@ async def race(players: list[TestClient], moves: int) -> None:
         await player.send(m.Resign())
 
 
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
 async def test_a_spectator_that_asks_gets_one_frame_per_moment_with_what_the_old_frames_carry(
-    tmp_path: Path,
+    tmp_path: Path, encoding: str
 ) -> None:
     async with running_server(tmp_path, progress_hz=20) as server:
         players, state = await open_room(server.ws_url, ["ann", "bob"], practice_seed=SEED)
-        old = await watcher(server.ws_url, state.code, updates=False)
-        new = await watcher(server.ws_url, state.code, updates=True)
+        old = await watcher(server.ws_url, state.code, updates=False, encoding=encoding)
+        new = await watcher(server.ws_url, state.code, updates=True, encoding=encoding)
         await race(players, 12)
         old_frames = await frames_until_over(old)
         new_frames = await frames_until_over(new)
