@@ -205,13 +205,15 @@ class Conn:
         self.wire.close()
 
 
-async def open_conn(url: str, meters: Meters, name: str, gate: asyncio.Semaphore) -> Conn:
-    """Connect, negotiate msgpack and say hello as a bot."""
+async def open_conn(
+    url: str, meters: Meters, name: str, gate: asyncio.Semaphore, *, updates: bool = False
+) -> Conn:
+    """Connect, negotiate msgpack and say hello as a bot (asking for ``spectator_update``
+    frames when ``updates``)."""
     async with gate:
         conn = Conn(await connect(url, codec.SUBPROTOCOL_MSGPACK), meters)
-        welcome = await conn.request(
-            m.Hello(name=name, version=m.PROTOCOL_VERSION, bot=True), "welcome"
-        )
+        hello = m.Hello(name=name, version=m.PROTOCOL_VERSION, bot=True, spectator_update=updates)
+        welcome = await conn.request(hello, "welcome")
         conn.player_id = welcome["player_id"]
         return conn
 
@@ -268,6 +270,7 @@ class Player:
         self.overdue = False
         self.sent_at = 0.0
         self.during_burst = False
+        self.before_burst = False
         # Moves sent that spectators have not seen yet: (actions once accepted, sent at).
         self.unseen: deque[tuple[int, float]] = deque()
         self.watched = False
@@ -390,6 +393,7 @@ class Player:
         meters = self.meters
         self.sent_at = sent = time.perf_counter()
         self.during_burst = meters.burst_active and not self.room.in_burst
+        self.before_burst = meters.burst_pending
         if self.watched:
             self.unseen.append((self.actions + 1, sent))
         self.awaiting = True
@@ -408,6 +412,8 @@ class Player:
         meters.rtt_sent.add(sent)
         if self.during_burst:
             meters.rtt_during_burst.add(rtt)
+        elif self.before_burst:
+            meters.rtt_before_burst.add(rtt)
         if not self.interval_s or self.overdue:
             self.overdue = False
             self._send_move()
@@ -451,6 +457,11 @@ class Room:
         while queue and queue[0][0] <= shown:
             add(now - queue.popleft()[1])
 
+    def on_spectator_update(self, frame: dict[str, Any]) -> None:
+        """A moment's boards in one frame (the progress in it is not timed)."""
+        for board in frame["boards"]:
+            self.on_spectator_board(board)
+
     async def start(self) -> float:
         """Start the race; the time until every player holds ``race_start``."""
         for player in self.players:
@@ -472,6 +483,7 @@ async def make_room(
     spectators: int,
     gate: asyncio.Semaphore,
     rng: random.Random,
+    updates: bool = True,
 ) -> Room:
     """Create a room, seat its players and spectators, and get everyone ready."""
     host = await open_conn(url, meters, f"h{index}", gate)
@@ -485,8 +497,9 @@ async def make_room(
     for conn in conns[1:]:
         await conn.request(m.Join(state["code"]), "room_state")
     for _ in range(spectators):
-        watcher = await open_conn(url, meters, f"s{index}", gate)
+        watcher = await open_conn(url, meters, f"s{index}", gate, updates=updates)
         watcher.handlers["spectator_board"] = room.on_spectator_board
+        watcher.handlers["spectator_update"] = room.on_spectator_update
         await watcher.request(m.Join(state["code"], m.Role.SPECTATOR), "room_state")
         room.spectators.append(watcher)
     room.players = [Player(c, room, c.player_id, rng) for c in conns]

@@ -77,6 +77,7 @@ class RaceLoad:
             return lambda: make_room(
                 url, self.meters, index=index, players=players,
                 spectators=spectators, gate=gate, rng=self.rng,
+                updates=bool(self.job.get("spectator_update", True)),
             )
 
         total = int(self.job["rooms"]) + len(self.start_offsets)
@@ -100,6 +101,7 @@ class RaceLoad:
         await asyncio.sleep(offset_s)
         room.in_burst = self.burst_at_s is not None and offset_s == self.burst_at_s
         if room.in_burst:
+            self.meters.burst_pending = False
             self.meters.burst_active = True
         try:
             latency = await room.start()
@@ -118,6 +120,7 @@ class RaceLoad:
         meters.worst_by_second.clear()
         meters.opened = time.perf_counter()
         meters.measuring = True
+        meters.burst_pending = self.burst_at_s is not None
         cpu = CpuMeter()
         duration = float(self.job["duration_s"])
         loop = asyncio.get_running_loop()

@@ -155,6 +155,8 @@ class Meters:
         self.hists: dict[str, Histogram] = {}
         self.counts: dict[str, int] = {}
         self.burst_active = False
+        #: True in a window with a burst until the burst begins (the calm to compare with).
+        self.burst_pending = False
         self.opened = 0.0  # perf_counter() when the window opened
         self.worst_by_second: list[float] = []
         self.frames_in = 0
@@ -166,6 +168,7 @@ class Meters:
         self.rtt = Samples()
         self.rtt_sent = Samples()  # perf_counter() at each move's send, in step with rtt
         self.rtt_during_burst = Samples()
+        self.rtt_before_burst = Samples()
         self.fanout = Samples()
         self._measuring = False
         self._base: dict[str, int] = {}
@@ -179,7 +182,9 @@ class Meters:
     def measuring(self, on: bool) -> None:
         if on and not self._measuring:
             self._base = self._hot_counts()
-            for samples in (self.rtt, self.rtt_sent, self.rtt_during_burst, self.fanout):
+            for samples in (
+                self.rtt, self.rtt_sent, self.rtt_during_burst, self.rtt_before_burst, self.fanout
+            ):
                 samples.clear()
         elif not on and self._measuring:
             self._close_window()
@@ -195,7 +200,8 @@ class Meters:
             if n:
                 self.counts[name] = self.counts.get(name, 0) + n
         for name, samples in (
-            ("rtt", self.rtt), ("rtt_during_burst", self.rtt_during_burst), ("fanout", self.fanout),
+            ("rtt", self.rtt), ("rtt_during_burst", self.rtt_during_burst),
+            ("rtt_before_burst", self.rtt_before_burst), ("fanout", self.fanout),
         ):
             if len(samples):
                 self.hists.setdefault(name, Histogram()).merge(samples.histogram())

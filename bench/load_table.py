@@ -91,7 +91,9 @@ def print_table(figures: dict[str, Any]) -> None:
     if inter.get("rtt_during_burst"):
         lines.append(
             f"{'':13}during the burst of {inter['burst_rooms']} starts: move RTT p99"
-            f" {_ms(inter['rtt_during_burst'], 'p99_ms')} ms"
+            f" {_ms(inter['rtt_during_burst'], 'p99_ms')} ms, before it"
+            f" {_ms(inter.get('rtt_before_burst'), 'p99_ms')} ms"
+            f" (x{inter.get('burst_rtt_ratio')})"
         )
     cap = figures.get("capacity")
     if cap:
@@ -123,6 +125,11 @@ def print_table(figures: dict[str, Any]) -> None:
     if inter:
         lines.append(f"  p99 move RTT during a burst of starts < 100 ms:"
                      f" {_verdict(inter.get('within_bound'))}")
+        start = _ms(inter.get("room_start"), "p99_ms")
+        lines.append(f"  p99 start -> every race_start in the burst < 500 ms ({start} ms):"
+                     f" {_verdict(inter.get('burst_start_ok'))}")
+        lines.append(f"  other rooms' move p99 during the burst within 2x of before"
+                     f" (x{inter.get('burst_rtt_ratio')}): {_verdict(inter.get('burst_ratio_ok'))}")
     print("\n".join(lines))
 
 
@@ -205,8 +212,13 @@ def markdown(figures: dict[str, Any]) -> str:
                    f" (p99 by step: {steps}) |")
     if inter.get("rtt_during_burst"):
         out.append(
-            f"| p99 move RTT in other rooms during {inter['burst_rooms']} starts |"
-            f" {_cell(inter['rtt_during_burst'], 'p99_ms')} ms |"
+            f"| p99 move RTT in other rooms during {inter['burst_rooms']} starts (before) |"
+            f" {_cell(inter['rtt_during_burst'], 'p99_ms')} ms"
+            f" ({_cell(inter.get('rtt_before_burst'), 'p99_ms')} ms) |"
+        )
+        out.append(
+            f"| p99 start to every race_start, {inter['burst_rooms']} starts at once |"
+            f" {_cell(inter.get('room_start'), 'p99_ms')} ms |"
         )
     return "\n".join(out)
 

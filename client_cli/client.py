@@ -164,7 +164,10 @@ class GameClient:
         self, url: str, name: str, listener: Listener | None = None,
         seats: SeatFiles | None = None,
     ) -> None:
-        self.session = ClientSession(name, client=CLIENT_NAME, key=stored_key(name))
+        # The watch screen takes a moment's progress and boards in one frame.
+        self.session = ClientSession(
+            name, client=CLIENT_NAME, key=stored_key(name), spectator_update=True
+        )
         self.link = Connection(url, self.session)
         self.state = ClientState()
         self.listener = listener
@@ -526,6 +529,12 @@ class GameClient:
         player.elapsed_ms = board.elapsed_ms
         self._tell("spectator", board)
 
+    def _on_spectator_update(self, update: m.SpectatorUpdate) -> None:
+        if update.progress is not None:
+            self._on_progress(update.progress)
+        for board in update.boards:
+            self._on_spectator_board(board)
+
     def _on_resync(self, resync: m.Resync) -> None:
         self._syncing = False
         state = self.state
@@ -627,6 +636,7 @@ _HANDLERS: Final[dict[type, Callable[[GameClient, object], None]]] = {
     m.Finish: GameClient._on_finish,  # type: ignore[dict-item]
     m.RaceOver: GameClient._on_race_over,  # type: ignore[dict-item]
     m.SpectatorBoard: GameClient._on_spectator_board,  # type: ignore[dict-item]
+    m.SpectatorUpdate: GameClient._on_spectator_update,  # type: ignore[dict-item]
     m.Resync: GameClient._on_resync,  # type: ignore[dict-item]
     m.Error: GameClient._on_error,  # type: ignore[dict-item]
     m.RoomList: GameClient._on_room_list,  # type: ignore[dict-item]

@@ -10,7 +10,8 @@ the workers refill it.  :class:`StartRate` keeps those seconds; both are pure
 The deal workers refill the pool at idle CPU priority (nothing is waiting for
 those deals).  A start that finds the pool empty has a room waiting for it:
 :func:`deal_now` deals it at normal priority, then returns the worker to
-idle.
+idle.  Deals are made without par; :func:`par_now` computes it once the race
+has started (:mod:`server.pars`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import deque
+from collections.abc import Iterator
 from typing import Final
 
 from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
-from protocol.rules.game import Rules
+from protocol.deals.solver import par_of
+from protocol.rules.game import Deal, Move, Rules
 
 #: How far back the busiest second is looked for.
 RATE_WINDOW_MS: Final = 60_000
@@ -70,14 +73,35 @@ def pool_target(peak_per_s: int, floor: int, ceiling: int) -> int:
     return min(max(floor, ceiling), max(floor, DEALS_PER_PEAK_START * peak_per_s))
 
 
+def deal_later(seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
+    """In a deal worker: a deal for the pool, without par (see :mod:`server.pars`)."""
+    return deal_for_seed(seed, rules, difficulty, with_par=False)
+
+
 def deal_now(seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
-    """In a deal worker: :func:`deal_for_seed` at normal CPU priority (a room is waiting
+    """In a deal worker: :func:`deal_later` at normal CPU priority (a room is waiting
     for it), then back to idle priority if the worker ran there."""
+    with normal_priority():
+        return deal_later(seed, rules, difficulty)
+
+
+def par_now(deal: Deal, urgent: bool) -> tuple[int, tuple[Move, ...]]:
+    """In a deal worker: par and a line with that many draws (:func:`par_of`), at
+    normal CPU priority when ``urgent`` (a finished race waits for it)."""
+    if not urgent:
+        return par_of(deal)
+    with normal_priority():
+        return par_of(deal)
+
+
+@contextlib.contextmanager
+def normal_priority() -> Iterator[None]:
+    """Run the block at normal CPU priority, then back to idle if the worker ran there."""
     idle = _is_idle()
     if idle:
         _set_policy(os.SCHED_OTHER)
     try:
-        return deal_for_seed(seed, rules, difficulty)
+        yield
     finally:
         if idle:
             _set_policy(os.SCHED_IDLE)

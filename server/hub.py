@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
+from protocol.deals.dealer import DealtGame, Difficulty
 from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
@@ -37,8 +37,9 @@ from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.claims import Claims, Held
 from server.config import Settings
-from server.dealpool import POOL_CEILING, StartRate, deal_now, pool_target
+from server.dealpool import POOL_CEILING, StartRate, deal_later, deal_now, pool_target
 from server.metrics import Metrics
+from server.pars import ParJob, ParJobs, with_par
 from server.race import inputs
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
@@ -64,9 +65,10 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.ratelimit import AddressLimiter, CreditBucket
+from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
-from server.race.spectate import SpectatorFeed
+from server.race.spectate import UPDATE_PARTS, SpectatorFeed, pack_updates
 from server.recovery.journal import Journal
 from server.recovery.resume import Rebuilt
 from server.storage.players import Players
@@ -76,6 +78,7 @@ from server.storing import Storing
 from server.transport.connection import Connection, Frame
 from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
+from server.turns import TurnSlots
 
 _FEED_TIMER: Final = "__feed__"
 _MOVE_TAG: Final = m.MoveRequest.TAG
@@ -97,6 +100,13 @@ class RoomHandle:
     #: See :class:`server.storing.HeldRoom`.
     writing: dict[str, bool | None] = field(default_factory=dict)
     held: list[Output] = field(default_factory=list)
+    #: The par of the room's latest deal (see :mod:`server.pars`).
+    par: ParJob | None = None
+    #: Progress and boards sent to the old-style spectators and not yet to those that
+    #: asked for ``spectator_update`` (packed at the end of the room's outputs).
+    tick: list[m.ServerMessage] = field(default_factory=list)
+    #: The spectators that did not ask, while ``tick`` holds anything.
+    tick_old: list[Connection] = field(default_factory=list)
 
 
 def _fresh() -> Fresh:
@@ -174,16 +184,24 @@ class Hub:
         #: ``progress`` to the players and then to the spectators (holding the message
         #: keeps its identity from being reused).
         self._encoded: tuple[object, dict[codec.Encoding, Frame]] = (None, {})
+        #: Connections whose hello asked for ``spectator_update`` frames.
+        self._ticking: set[Connection] = set()
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._listing = RoomListing(())
         self._preparing: set[tuple[Rules, Difficulty]] = set()
         #: Starts per rule set, which size its pool (:func:`server.dealpool.pool_target`).
         self._start_rates: dict[tuple[Rules, Difficulty], StartRate] = {}
+        #: Finished races whose record waits for its par: race id -> (room, record).
+        self._awaiting_par: dict[str, tuple[RoomHandle, RaceRecord]] = {}
         #: Deals rooms are waiting for; refills wait until there are none.
         self._urgent = 0
         self._no_urgent = asyncio.Event()
         self._no_urgent.set()
         loop = asyncio.get_running_loop()
+        self._start_slots = TurnSlots(loop)
+        self.pars = ParJobs(
+            loop, executor, max(1, settings.deal_workers - 1), self._no_urgent, self.spawn
+        )
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
@@ -342,7 +360,7 @@ class Hub:
             self.run(handle, out.outputs)
 
     # ---- the input hook: every input reaches its room here -----------------------
-    def enter(self, handle: RoomHandle, given: inputs.Input) -> None:
+    def enter(self, handle: RoomHandle, given: inputs.Input) -> list[Output]:
         """Apply ``given`` to its room, log it, and carry out its outputs.
 
         With a journal, the input is logged before anything it caused is seen:
@@ -353,13 +371,14 @@ class Hub:
         if self.journal is not None:
             self.journal.record(handle.room.code, given)
         self.run(handle, outputs)
+        return outputs
 
     def _save(self, handle: RoomHandle, out: SaveRace) -> None:
         journal = self.journal
         if journal is not None and journal.holding:
-            journal.hold(functools.partial(self.storing.save, handle, out.record))
+            journal.hold(functools.partial(self._save_race, handle, out))
         else:
-            self.storing.save(handle, out.record)
+            self._save_race(handle, out)
 
     def restore(self, rebuilt: Rebuilt) -> None:
         """Take back a room rebuilt from its log (:mod:`server.recovery.resume`)."""
@@ -371,6 +390,8 @@ class Hub:
             self.journal.open(room.code, rebuilt.next_index)
         for record in rebuilt.records:
             self.storing.save(handle, record)  # idempotent: a stored race stays as it is
+        if room.dealt is not None and room.race is not None and room.race.end_ms is None:
+            handle.par = self.pars.submit(room.dealt)  # a par computed before the stop is gone
         now = self.now_ms()
         gap = max(0, now - rebuilt.last_ms)
         self.enter(handle, inputs.Resumed(gap, now))
@@ -401,6 +422,8 @@ class Hub:
         table = self._room_outputs
         for out in outputs:
             table[type(out)](handle, out)
+        if handle.tick:
+            self._send_tick(handle)
 
     def _frame(self, handle: RoomHandle, out: Send | ToPlayers | ToSpectators | Snapshot) -> None:
         """A frame for the room's members: sent now, or held while a result is written."""
@@ -424,7 +447,7 @@ class Hub:
         room = handle.room
         if out.live:
             if room.spectators:
-                self.broadcast(self._conns(room.spectators), out.message)
+                self._watch(handle, out.message)
             return
         feed = handle.feed
         if feed.can_release_now():
@@ -432,15 +455,57 @@ class Hub:
             # the snapshot); no queue, no release pass.
             sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
             if sent and room.spectators:
-                self.broadcast(self._conns(room.spectators), out.message)
+                self._watch(handle, out.message)
             return
         now = self.now_ms()
         feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
         self._release_feed(handle, now)
 
+    def _watch(self, handle: RoomHandle, message: m.ServerMessage) -> None:
+        """Send a frame to the room's spectators; for those that asked for
+        ``spectator_update``, progress and boards wait in ``handle.tick``."""
+        ticking = self._ticking
+        if ticking and type(message) in UPDATE_PARTS:
+            if handle.tick:  # the same moment: the same spectators
+                conns = handle.tick_old
+                handle.tick.append(message)
+            else:
+                every = self._conns(handle.room.spectators)
+                conns = [conn for conn in every if conn not in ticking]
+                if len(conns) < len(every):
+                    handle.tick.append(message)
+                    handle.tick_old = conns
+        else:
+            if handle.tick:
+                self._send_tick(handle)  # what came before goes first
+            conns = self._conns(handle.room.spectators)
+        if conns:
+            self.broadcast(conns, message)
+
+    def _send_tick(self, handle: RoomHandle) -> None:
+        parts, handle.tick, handle.tick_old = handle.tick, [], []
+        conns = [c for c in self._conns(handle.room.spectators) if c in self._ticking]
+        for update in pack_updates(parts):
+            if type(update) is not m.SpectatorUpdate:
+                self.broadcast(conns, update)
+                continue
+            # The progress in it was just encoded for the players: reused, not redone.
+            last, encoded = self._encoded
+            ready = encoded if last is update.progress else {}
+            frames: dict[codec.Encoding, Frame] = {}
+            for conn in conns:
+                frame = frames.get(conn.encoding)
+                if frame is None:
+                    frame = frames[conn.encoding] = codec.encode_update(
+                        update, conn.encoding, ready.get(conn.encoding)
+                    )
+                conn.send(frame)
+            self.metrics.hot.frames_sent += len(conns)
+
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
         for conn in self._conns((out.player_id,)):
-            for message in handle.feed.snapshot():
+            messages = handle.feed.snapshot()
+            for message in pack_updates(messages) if conn in self._ticking else messages:
                 self.reply(conn, message)
 
     def _race_began(self, handle: RoomHandle, out: RaceBegan) -> None:
@@ -454,11 +519,11 @@ class Hub:
 
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
         released = handle.feed.due(now)
-        spectators = handle.room.spectators
-        if released and spectators:
-            conns = self._conns(spectators)
+        if released and handle.room.spectators:
             for message in released:
-                self.broadcast(conns, message)
+                self._watch(handle, message)
+            if handle.tick:
+                self._send_tick(handle)
         due = handle.feed.next_release_ms()
         if due is not None and _FEED_TIMER not in handle.timers:
             self._set_timer(handle, _FEED_TIMER, due)
@@ -532,9 +597,12 @@ class Hub:
         self.metrics.deal_seconds.observe(time.perf_counter() - started)
         if not practice:
             self._prepare_ahead(key)
+        await self._start_slots.take()  # a burst of starts is spread over turns of the loop
         if not handle.room.closed and not self.closing:
             with self.batch:  # room_state and race_start: one write per member
-                self.enter(handle, inputs.Dealt(request.ticket, dealt, self.now_ms()))
+                outputs = self.enter(handle, inputs.Dealt(request.ticket, dealt, self.now_ms()))
+            if outputs:  # par follows, off the start path (server.pars)
+                handle.par = self.pars.submit(dealt)
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
         """Keep deals ready per rule set, so most starts need no solving at all."""
@@ -564,7 +632,7 @@ class Hub:
                     break
                 batch = [
                     self._loop.run_in_executor(
-                        self.executor, deal_for_seed, ids.seed(), key[0], key[1]
+                        self.executor, deal_later, ids.seed(), key[0], key[1]
                     )
                     for _ in range(min(missing, workers))
                 ]
@@ -575,9 +643,38 @@ class Hub:
             self._preparing.discard(key)
 
     # ---- storing -------------------------------------------------------------------
+    def _save_race(self, handle: RoomHandle, out: SaveRace) -> None:
+        """Store a finished race once its par is known (its frames wait meanwhile)."""
+        record, job = out.record, handle.par
+        if record.par is not None or job is None or not job.belongs_to(record):
+            self.storing.save(handle, record)
+        elif job.future.done() or self.closing:
+            result = job.future.result() if job.future.done() else None
+            self.storing.save(handle, with_par(record, handle.held, result))
+        else:
+            handle.writing.setdefault(record.race_id, None)
+            self._awaiting_par[record.race_id] = (handle, record)
+            self.pars.hurry(job)
+            self.spawn(self._save_with_par(record.race_id, job))
+
+    async def _save_with_par(self, race_id: str, job: ParJob) -> None:
+        result = await job.future
+        waiting = self._awaiting_par.pop(race_id, None)
+        if waiting is not None:  # (shutdown may have stored it already)
+            handle, record = waiting
+            self.storing.save(handle, with_par(record, handle.held, result))
+
+    def _save_without_par(self) -> None:
+        """Shutting down: races still waiting for their par are stored without it."""
+        waiting, self._awaiting_par = self._awaiting_par, {}
+        for handle, record in waiting.values():
+            self.storing.save(handle, record)
+
     def deliver(self, handle: RoomHandle, out: Output) -> None:
         """Send a room's frame now, held or not (:mod:`server.storing` releases held ones)."""
         self._frames[type(out)](handle, out)
+        if handle.tick:
+            self._send_tick(handle)
 
     @property
     def writer(self) -> ResultWriter:
@@ -604,6 +701,7 @@ class Hub:
         """The socket is gone: its player keeps the seat for the grace period."""
         self.connections.pop(conn, None)
         self.held.pop(conn, None)
+        self._ticking.discard(conn)
         self.apply(conn, self.lobby.connection_lost(conn, self.now_ms()))
 
     # ---- the move fast path ----------------------------------------------------------
@@ -762,6 +860,8 @@ class Hub:
 
     def _welcome(self, conn: Connection, hello: m.Hello, account: str | None, now: int) -> None:
         new = NewPlayer(ids.player_id(), ids.reconnect_token(), account)
+        if hello.spectator_update:
+            self._ticking.add(conn)
         self.apply(conn, self.lobby.hello(conn, hello, new, now))
         session = self.lobby.session_of(conn)
         if session is not None and session.credit is None:
@@ -833,6 +933,7 @@ class Hub:
             for timer in handle.timers.values():
                 timer.cancel()
             handle.timers.clear()
+        self._save_without_par()
         if self.journal is not None:
             await self.journal.close()
         # The aborted races' race_over frames wait for their write, so write first.

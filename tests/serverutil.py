@@ -92,13 +92,19 @@ class RunningServer:
         await self.runner.cleanup()
 
 
-async def start_server(tmp_path: Path | str | None = None, **overrides: Any) -> RunningServer:
-    """Start a server; the caller must ``await server.stop()``."""
+async def start_server(
+    tmp_path: Path | str | None = None,
+    *,
+    executor: concurrent.futures.Executor | None = None,
+    **overrides: Any,
+) -> RunningServer:
+    """Start a server (its deal workers: ``executor``, else the shared pool); the caller
+    must ``await server.stop()``."""
     base = Path(tmp_path) if tmp_path is not None else Path(tempfile.mkdtemp(prefix="tripeaks-"))
     values = {**TEST_DEFAULTS, **overrides}
     values.setdefault("db", f"sqlite:///{base / 'races.db'}")
     settings = from_env({}, **values)
-    app = create_app(settings, executor=shared_deal_pool())
+    app = create_app(settings, executor=executor or shared_deal_pool())
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)

@@ -119,6 +119,12 @@ def example_messages() -> list[Any]:
                    EXAMPLE_CANDIDATE, rules.wrap, rules.empty_waste, "any", False, digest,
                    m.DealCodes.from_deal(deal), EXAMPLE_SOLUTION, EXAMPLE_PAR),
         m.SpectatorBoard(bot.player_id, start_view, 0),
+        m.SpectatorUpdate(
+            m.Progress(9_800, (
+                m.PlayerProgress(bot.player_id, 3, 21, 5, 0, m.PlayerStatus.RACING, 9_800, True),
+            )),
+            (m.SpectatorBoard(bot.player_id, start_view, 9_800),),
+        ),
         m.Resync(5, m.Phase.RACING, "r-20251130-0001", digest, EXAMPLE_ZERO_MS,
                  EXAMPLE_ZERO_MS + 9_900, 9_900, 6, 0, _view_after(deal, 6)),
         m.Error(int(ErrorCode.NOT_HOST), ERROR_TEXT[ErrorCode.NOT_HOST], ref="start"),

@@ -103,6 +103,10 @@ SUMMARIES: Final[dict[str, str]] = {
     "the face of every card that some racer still racing has not seen shown as `\"??\"` "
     "(unless the room has `open_boards`), sent `spectator_delay_s` seconds late (see "
     "\"Spectating\").",
+    "SpectatorUpdate": "To spectators whose `hello` had `spectator_update: true`, instead of "
+    "`progress` and `spectator_board`: the `progress` and the `spectator_board`s made at one "
+    "moment, in one frame, with the same contents, hiding and delay as those frames (see "
+    "\"Spectating\").",
     "Resync": "To players only, after a reconnect or a `sync`: where the race stands for "
     "this connection. Always sent right after a `room_state`.",
     "Error": "A refused frame or request. Nothing changed on the server.",
@@ -133,6 +137,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Hello", "client"): "client software name and version, for logs",
     ("Hello", "key"): "the secret key of a claimed name (docs/players.md): with it, a name "
     "nobody has claimed becomes yours; a claimed name needs its key. Never shown to anyone",
+    ("Hello", "spectator_update"): "while spectating, get `spectator_update` frames instead "
+    "of separate `progress` and `spectator_board` frames (see \"Spectating\")",
     ("CreateRoom", "options"): "the room's options",
     ("Join", "code"): "room code (as shown by `room_state.code`)",
     ("Join", "role"): "join to race or to watch",
@@ -217,6 +223,10 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("SpectatorBoard", "player_id"): "whose board",
     ("SpectatorBoard", "view"): "their view",
     ("SpectatorBoard", "elapsed_ms"): "race time of this view",
+    ("SpectatorUpdate", "progress"): "the `progress` of this moment without its `\"t\"` "
+    "(null: none was due)",
+    ("SpectatorUpdate", "boards"): "the `spectator_board`s of this moment without their "
+    "`\"t\"`, in the order they would have been sent",
     ("Resync", "room_version"): "the `room_state.version` this matches",
     ("Resync", "phase"): "the room's phase",
     ("Resync", "race_id"): "the current or last race",

@@ -131,9 +131,23 @@ def _board_wire(message: Any) -> dict[str, object]:
     }
 
 
+def _update_wire(message: Any) -> dict[str, object]:
+    progress = None
+    if message.progress is not None:
+        progress = _progress_wire(message.progress)
+        del progress["t"]
+    boards = []
+    for board in message.boards:
+        entry = _board_wire(board)
+        del entry["t"]
+        boards.append(entry)
+    return {"t": m.SpectatorUpdate.TAG, "progress": progress, "boards": boards}
+
+
 _HOT_WIRE: Final[dict[type, Callable[[Any], dict[str, object]]]] = {
     m.Progress: _progress_wire,
     m.SpectatorBoard: _board_wire,
+    m.SpectatorUpdate: _update_wire,
 }
 
 
@@ -157,6 +171,39 @@ def encode_json(message: m.ClientMessage | m.ServerMessage) -> str:
 
 #: :func:`encode` for msgpack of a map already in wire form (same bytes as ``packb``).
 pack_wire: Final = msgpack.Packer(use_bin_type=True).pack
+
+# A progress frame as encode() writes it starts with these bytes: its map header (3
+# entries), then "t": "progress"; the rest is the map's other two entries.
+_PROGRESS_HEAD_MSGPACK: Final = b"\x83" + pack_wire("t") + pack_wire(m.Progress.TAG)
+_PROGRESS_HEAD_JSON: Final = '{"t":"progress",'
+_UPDATE_HEAD_MSGPACK: Final = (
+    b"\x83" + pack_wire("t") + pack_wire(m.SpectatorUpdate.TAG) + pack_wire("progress")
+)
+_UPDATE_HEAD_JSON: Final = '{"t":"spectator_update","progress":'
+
+
+def encode_update(
+    update: m.SpectatorUpdate, encoding: EncodingName, progress_frame: bytes | str | None = None
+) -> bytes | str:
+    """:func:`encode` of ``update``, reusing ``progress_frame`` (its ``progress`` as
+    :func:`encode` wrote it for ``encoding``) when given: the same bytes, less work."""
+    if update.progress is None or progress_frame is None:
+        return encode(update, encoding)
+    boards = [_board_wire(board) for board in update.boards]
+    for board in boards:
+        del board["t"]
+    if encoding == Encoding.MSGPACK:
+        assert isinstance(progress_frame, bytes)
+        if not progress_frame.startswith(_PROGRESS_HEAD_MSGPACK):
+            return encode(update, encoding)
+        packed = b"\x82" + progress_frame[len(_PROGRESS_HEAD_MSGPACK):]
+        return b"".join((_UPDATE_HEAD_MSGPACK, packed, pack_wire("boards"), pack_wire(boards)))
+    assert isinstance(progress_frame, str)
+    if not progress_frame.startswith(_PROGRESS_HEAD_JSON):
+        return encode(update, encoding)
+    body = "{" + progress_frame[len(_PROGRESS_HEAD_JSON):]
+    listed = json.dumps(boards, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return "".join((_UPDATE_HEAD_JSON, body, ',"boards":', listed, "}"))
 
 
 # ---- decoding -------------------------------------------------------------

@@ -275,6 +275,7 @@ class Hello:
     bot: bool = False
     client: Annotated[str, Text(0, 40)] = ""
     key: Key | None = None
+    spectator_update: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,6 +494,16 @@ class SpectatorBoard:
 
 
 @dataclass(frozen=True, slots=True)
+class SpectatorUpdate:
+    """What changed for a spectator at one moment, in one frame (asked for in ``hello``):
+    the ``progress`` sent then, if any, and the boards sent with it."""
+
+    TAG: ClassVar[str] = "spectator_update"
+    progress: Progress | None
+    boards: Annotated[tuple[SpectatorBoard, ...], Items(MAX_PLAYERS)]
+
+
+@dataclass(frozen=True, slots=True)
 class Resync:
     """The race as this connection should now see it (sent after ``room_state``)."""
 
@@ -553,7 +564,7 @@ class Closing:
 
 ServerMessage = (
     Welcome | RoomState | Countdown | RaceStart | MoveResult | Progress | Finish | RaceOver
-    | SpectatorBoard | Resync | Error | Pong | RoomList | Left | Closing
+    | SpectatorBoard | SpectatorUpdate | Resync | Error | Pong | RoomList | Left | Closing
 )
 
 CLIENT_MESSAGES: Final[dict[str, type[ClientMessage]]] = {
@@ -567,6 +578,6 @@ SERVER_MESSAGES: Final[dict[str, type[ServerMessage]]] = {
     cls.TAG: cls
     for cls in (
         Welcome, RoomState, Countdown, RaceStart, MoveResult, Progress, Finish, RaceOver,
-        SpectatorBoard, Resync, Error, Pong, RoomList, Left, Closing,
+        SpectatorBoard, SpectatorUpdate, Resync, Error, Pong, RoomList, Left, Closing,
     )
 }

@@ -100,12 +100,15 @@ class ClientSession:
         token: str | None = None,
         encoding: codec.Encoding = codec.Encoding.MSGPACK,
         key: str | None = None,
+        spectator_update: bool = False,
     ) -> None:
         self.name = name
         #: The claimed name's secret key, sent in every ``hello`` (docs/players.md).
         self.key = key
         self.bot = bot
         self.client = client
+        #: Asks, in ``hello``, for ``spectator_update`` frames while spectating.
+        self.spectator_update = spectator_update
         #: The reconnect token: sent in ``hello``, replaced by each ``welcome``.
         self.token = token
         self.encoding = encoding
@@ -131,7 +134,7 @@ class ClientSession:
         self.state = SessionState.HELLO_SENT
         hello = m.Hello(
             name=self.name, version=m.PROTOCOL_VERSION, token=self.token, bot=self.bot,
-            client=self.client, key=self.key,
+            client=self.client, key=self.key, spectator_update=self.spectator_update,
         )
         return codec.encode(hello, self.encoding)
 

@@ -13,18 +13,26 @@ A spectator's board (:func:`spectator_view`) shows a card face only once
 every racer still racing has seen that card (:func:`visible_cards`), unless
 the room chose open boards; :class:`BoardsShown` remembers what spectators
 were last shown, so that a progress flush sends only the boards that changed.
+For a spectator who asked for them, :func:`pack_updates` packs the
+``progress`` and boards of one moment into one ``spectator_update``.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from protocol.rules.cards import DECK_SIZE
 from protocol.rules.game import HIDDEN
-from protocol.wire.messages import BoardView, SpectatorBoard
+from protocol.wire.messages import (
+    BoardView,
+    Progress,
+    ServerMessage,
+    SpectatorBoard,
+    SpectatorUpdate,
+)
 from server.race.race import Race, Racer
 
 T = TypeVar("T")
@@ -176,3 +184,41 @@ class BoardsShown:
                 self._shown[pid] = view
                 boards.append(SpectatorBoard(pid, view, elapsed))
         return boards
+
+
+#: The frames a ``spectator_update`` carries.
+UPDATE_PARTS: Final = (Progress, SpectatorBoard)
+
+
+def pack_updates(messages: Sequence[ServerMessage]) -> list[ServerMessage]:
+    """``messages`` as a spectator that asked for ``spectator_update`` gets them: each
+    run of ``progress`` and ``spectator_board`` frames packed into updates, in order.
+
+    An update holds one moment: a ``progress`` and the boards after it.  A second
+    ``progress``, or a second board of the same player, starts the next update;
+    every other frame passes unchanged, between the updates around it.
+    """
+    packed: list[ServerMessage] = []
+    progress: Progress | None = None
+    boards: list[SpectatorBoard] = []
+
+    def close() -> None:
+        nonlocal progress
+        if progress is not None or boards:
+            packed.append(SpectatorUpdate(progress, tuple(boards)))
+        progress = None
+        boards.clear()
+
+    for message in messages:
+        if type(message) is Progress:
+            close()
+            progress = message
+        elif type(message) is SpectatorBoard:
+            if any(board.player_id == message.player_id for board in boards):
+                close()
+            boards.append(message)
+        else:
+            close()
+            packed.append(message)
+    close()
+    return packed

@@ -42,10 +42,15 @@ def test_the_fanout_benchmark_flushes_every_room_with_its_spectator_board_and_on
         capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr
-    line = re.search(r"^round 1: ([\d.]+) us/flush, ([\d.]+) frames/flush, ([\d.]+) "
-                     r"writes/flush \((\d+) flushes\)$", done.stdout, re.M)
-    assert line, done.stdout
+    rounds = {
+        kind: re.search(rf"^round 1, {kind}: ([\d.]+) us/flush, ([\d.]+) frames/flush, "
+                        r"([\d.]+) writes/flush \((\d+) flushes\)$", done.stdout, re.M)
+        for kind in ("separate frames", "spectator_update")
+    }
+    old, new = rounds["separate frames"], rounds["spectator_update"]
+    assert old and new, done.stdout
     # Each flush reaches 4 players and the spectator, each socket in one write.
-    assert float(line.group(3)) == 5.0
-    assert float(line.group(2)) > 5.0  # the progress to all five, and the boards that changed
-    assert int(line.group(4)) > 0
+    assert float(old.group(3)) == float(new.group(3)) == 5.0
+    assert float(old.group(2)) > 5.0  # the progress to all five, and the boards that changed
+    assert float(new.group(2)) == 5.0  # the spectator's progress and boards: one frame
+    assert int(old.group(4)) > 0 and old.group(4) == new.group(4)

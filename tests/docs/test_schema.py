@@ -107,12 +107,15 @@ class Tap:
 
 
 async def tapped(
-    ws_url: str, name: str, encoding: str, log: Log, token: str | None = None
+    ws_url: str, name: str, encoding: str, log: Log, token: str | None = None,
+    *, spectator_update: bool = False,
 ) -> TestClient:
     """A connected client that said hello, with every frame it sends or reads logged."""
     client = await connect(ws_url, name, encoding=encoding, hello=False)
     client.ws = Tap(client.ws, client.encoding, log)  # type: ignore[assignment]
-    hello = m.Hello(name=name, version=m.PROTOCOL_VERSION, token=token)
+    hello = m.Hello(
+        name=name, version=m.PROTOCOL_VERSION, token=token, spectator_update=spectator_update
+    )
     client.welcome = await client.request(hello, m.Welcome)
     return client
 
@@ -131,6 +134,9 @@ async def race_with_every_message(ws_url: str, log: Log) -> None:
     await bob.send(m.Ready(True))
     eve = await tapped(ws_url, "eve", "json", log)
     await eve.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
+    # A second spectator takes a flush's progress and boards in one spectator_update.
+    fay = await tapped(ws_url, "fay", "msgpack", log, spectator_update=True)
+    await fay.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
     while not all(mb.ready for mb in state.members if mb.player_id != ann.player_id):
         state = await ann.expect(m.RoomState)
     await ann.send(m.Start())
@@ -142,6 +148,7 @@ async def race_with_every_message(ws_url: str, log: Log) -> None:
         await client.expect(m.RaceOver)
     await eve.expect(m.SpectatorBoard)
     await eve.expect(m.Progress)
+    await fay.expect(m.SpectatorUpdate)
     await bob.expect(m.Finish)
     await ann.request(m.Rematch(), m.RoomState)
     await ann.send(m.Kick(bob.player_id))

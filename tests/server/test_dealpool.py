@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -68,23 +69,35 @@ def test_a_waiting_room_gets_the_deal_the_pool_would_have_made_and_the_priority_
 ) -> None:
     policy = os.sched_getscheduler(0)
     dealt = deal_now("pool-seed", Rules(), Difficulty.ANY)
-    assert dealt == deal_for_seed("pool-seed", Rules(), Difficulty.ANY)
+    assert dealt == deal_for_seed("pool-seed", Rules(), Difficulty.ANY, with_par=False)
+    assert dealt.par is None  # par follows once the race has started (server.pars)
     assert os.sched_getscheduler(0) == policy
 
 
-def test_an_idle_priority_worker_deals_for_a_waiting_room_and_goes_back_to_idle() -> None:
+@pytest.mark.parametrize(
+    ("spied", "call"),
+    [
+        ("deal_for_seed", "dealpool.deal_now('pool-seed', Rules(), 'any')"),
+        ("par_of", "dealpool.par_now(deal_for_seed('pool-seed', Rules()).deal, True)"),
+    ],
+    ids=["a deal for a waiting room", "the par of a finished race"],
+)
+def test_an_idle_priority_worker_runs_urgent_work_at_normal_priority_and_goes_back_to_idle(
+    spied: str, call: str
+) -> None:
     code = (
         "import os\n"
         "from server import dealpool\n"
+        "from protocol.deals.dealer import deal_for_seed\n"
         "from protocol.rules.game import Rules\n"
         "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
         "seen = []\n"
-        "real = dealpool.deal_for_seed\n"
-        "def spy(*args):\n"
+        f"real = dealpool.{spied}\n"
+        "def spy(*args, **kwargs):\n"
         "    seen.append(os.sched_getscheduler(0))\n"
-        "    return real(*args)\n"
-        "dealpool.deal_for_seed = spy\n"
-        "dealpool.deal_now('pool-seed', Rules(), 'any')\n"
+        "    return real(*args, **kwargs)\n"
+        f"dealpool.{spied} = spy\n"
+        f"{call}\n"
         "raised = seen[0] != os.SCHED_IDLE or os.geteuid() != 0\n"
         "print(raised, os.sched_getscheduler(0) == os.SCHED_IDLE)\n"
     )

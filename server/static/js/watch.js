@@ -72,6 +72,9 @@ class Watcher {
       onMessage: (message) => this.handle(message),
       onStatus: (text, kind) => showMessage($("message"), text, kind),
     });
+    // One spectator_update per moment instead of a progress and a frame per board.
+    const plainHello = this.connection.helloMessage.bind(this.connection);
+    this.connection.helloMessage = () => ({ ...plainHello(), spectator_update: true });
     $("winning-line").addEventListener("click", () => this.showSolution());
   }
 
@@ -88,6 +91,7 @@ class Watcher {
       resync: () => this.resync(message),
       progress: () => this.progress(message),
       spectator_board: () => this.spectatorBoard(message),
+      spectator_update: () => this.spectatorUpdate(message),
       finish: () => this.finish(message),
       race_over: () => this.raceOver(message),
       error: () => this.error(message),
@@ -243,6 +247,15 @@ class Watcher {
       panel.setProgress({ ...line, at_ms: message.elapsed_ms });
     }
     this.layoutPanels();
+  }
+
+  spectatorUpdate(message) {
+    if (message.progress) this.progress(message.progress);
+    for (const board of message.boards) this.spectatorBoard(board);
+  }
+
+  panelsShown(playerId) {
+    return this.panels.get(playerId)?.root.isConnected;
   }
 
   spectatorBoard(message) {

@@ -142,7 +142,7 @@ def test_both_encodings_carry_the_same_map(message: Any) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(message_strategy((m.Progress, m.SpectatorBoard)))
+@given(message_strategy((m.Progress, m.SpectatorBoard, m.SpectatorUpdate)))
 def test_the_hand_written_maps_of_hot_frames_are_the_schemas_maps(message: Any) -> None:
     by_schema = {"t": message.TAG, **codec.node_for(type(message)).encode(message)}
     fast = codec.to_wire(message)
@@ -238,3 +238,13 @@ def test_room_options_name_their_rules_and_practice_flag() -> None:
     options = m.RoomOptions(wrap=False, empty_waste=True, practice_seed="42")
     assert options.rules == Rules(wrap=False, empty_waste=True)
     assert options.practice and not m.RoomOptions().practice
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message_strategy((m.SpectatorUpdate,)), st.sampled_from(["msgpack", "json"]))
+def test_an_update_built_on_its_encoded_progress_is_the_same_frame(
+    update: Any, encoding: str
+) -> None:
+    progress = None if update.progress is None else codec.encode(update.progress, encoding)  # type: ignore[arg-type]
+    spliced = codec.encode_update(update, encoding, progress)  # type: ignore[arg-type]
+    assert spliced == codec.encode(update, encoding)  # type: ignore[arg-type]

@@ -236,6 +236,12 @@ async def test_the_spectator_count_includes_every_watching_page(watched: Watched
     assert await watched.phone.inner_text("#spectators") == "2"
 
 
+async def test_the_watch_pages_take_one_spectator_update_per_moment(watched: WatchedRace) -> None:
+    hub = watched.server.hub
+    asking = [conn for conn in hub.connections if conn in hub._ticking]  # their hello asked
+    assert len(asking) == 2  # the desktop and the phone page; the bots and player did not
+
+
 async def test_progress_bars_move_while_the_race_is_running(watched: WatchedRace) -> None:
     during = [s["progress"] for s in watched.snapshots if s["phase"] == "racing"]
     totals = sorted({sum(progress.values()) for progress in during})

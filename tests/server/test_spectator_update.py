@@ -1,0 +1,119 @@
+"""spectator_update on a real server: a spectator that asks in hello gets one frame per
+moment with exactly what the old frames carry; a spectator that does not ask still gets
+the old frames."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from protocol.deals.dealer import deal_for_seed
+from protocol.rules.game import Rules
+from protocol.wire import messages as m
+from server.race.spectate import pack_updates
+from tests.serverutil import TestClient, connect, move_request, open_room, running_server
+
+SEED = "42"
+LINE = deal_for_seed(SEED, Rules(), with_par=False).solution
+
+
+async def watcher(
+    ws_url: str, code: str, *, updates: bool, encoding: str = "msgpack"
+) -> TestClient:
+    """A spectator of room ``code``, asking for spectator_update or not."""
+    client = await connect(ws_url, "watcher", hello=False, encoding=encoding)
+    hello = m.Hello("watcher", m.PROTOCOL_VERSION, spectator_update=updates)
+    client.welcome = await client.request(hello, m.Welcome)
+    await client.request(m.Join(code, m.Role.SPECTATOR), m.RoomState)
+    return client
+
+
+async def frames_until_over(client: TestClient) -> list[m.ServerMessage]:
+    """Every race frame up to and including race_over (room states left out)."""
+    await client.expect(m.RaceOver)
+    return [f for f in client.frames if not isinstance(f, m.RoomState | m.Welcome)]
+
+
+def unpacked(frames: list[m.ServerMessage]) -> list[m.ServerMessage]:
+    """The frames with each spectator_update replaced by the frames it carries."""
+    out: list[m.ServerMessage] = []
+    for frame in frames:
+        if isinstance(frame, m.SpectatorUpdate):
+            out += [frame.progress] if frame.progress is not None else []
+            out += frame.boards
+        else:
+            out.append(frame)
+    return out
+
+
+async def race(players: list[TestClient], moves: int) -> None:
+    """Start, then let both players play ``moves`` steps of the line, spread over a few
+    progress flushes, then resign."""
+    await players[0].send(m.Start())
+    for player in players:
+        await player.expect(m.RaceStart)
+    for seq, step in enumerate(LINE[:moves], 1):
+        for player in players:
+            result = await player.request(move_request(seq, step), m.MoveResult)
+            assert result.accepted
+        await asyncio.sleep(0.03)
+    for player in players:
+        await player.send(m.Resign())
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+async def test_a_spectator_that_asks_gets_one_frame_per_moment_with_what_the_old_frames_carry(
+    tmp_path: Path, encoding: str
+) -> None:
+    async with running_server(tmp_path, progress_hz=20) as server:
+        players, state = await open_room(server.ws_url, ["ann", "bob"], practice_seed=SEED)
+        old = await watcher(server.ws_url, state.code, updates=False, encoding=encoding)
+        new = await watcher(server.ws_url, state.code, updates=True, encoding=encoding)
+        await race(players, 12)
+        old_frames = await frames_until_over(old)
+        new_frames = await frames_until_over(new)
+    assert not any(isinstance(f, m.Progress | m.SpectatorBoard) for f in new_frames)
+    updates = [f for f in new_frames if isinstance(f, m.SpectatorUpdate)]
+    assert len(updates) >= 3
+    # Every board of the old stream arrives in an update with its moment's progress.
+    assert any(u.progress is not None and len(u.boards) == 2 for u in updates)
+    assert unpacked(new_frames) == old_frames
+    assert len(new_frames) < len(old_frames)
+    assert not any(isinstance(f, m.SpectatorUpdate) for f in old_frames)
+
+
+async def test_a_late_spectator_that_asks_gets_its_catch_up_packed_too(tmp_path: Path) -> None:
+    async with running_server(tmp_path, progress_hz=20) as server:
+        players, state = await open_room(server.ws_url, ["ann", "bob"], practice_seed=SEED)
+        await players[0].send(m.Start())
+        for player in players:
+            await player.expect(m.RaceStart)
+        for seq, step in enumerate(LINE[:3], 1):
+            for player in players:
+                await player.request(move_request(seq, step), m.MoveResult)
+        await asyncio.sleep(0.2)
+        old = await watcher(server.ws_url, state.code, updates=False)
+        new = await watcher(server.ws_url, state.code, updates=True)
+        while sum(isinstance(f, m.SpectatorBoard) for f in old.frames) < 2:
+            await old.recv()
+        update = await new.expect(m.SpectatorUpdate)
+    catch_up = [f for f in old.frames if isinstance(f, m.Progress | m.SpectatorBoard)]
+    assert update.progress == catch_up[0]
+    assert update.boards == tuple(catch_up[1:3])
+    assert {b.player_id for b in update.boards} == {p.player_id for p in players}
+
+
+async def test_delayed_frames_are_packed_when_the_delay_releases_them(tmp_path: Path) -> None:
+    async with running_server(tmp_path, progress_hz=20) as server:
+        players, state = await open_room(
+            server.ws_url, ["ann", "bob"], practice_seed=SEED, spectator_delay_s=1
+        )
+        old = await watcher(server.ws_url, state.code, updates=False)
+        new = await watcher(server.ws_url, state.code, updates=True)
+        await race(players, 6)
+        old_frames = await frames_until_over(old)
+        new_frames = await frames_until_over(new)
+    assert any(isinstance(f, m.SpectatorUpdate) and f.boards for f in new_frames)
+    assert new_frames == pack_updates(old_frames)  # released together: one moment each
