@@ -57,7 +57,7 @@ export class PlaySession {
     this.guard("hello", [State.NEW, State.DISCONNECTED]);
     this.state = State.HELLO_SENT;
     return { t: "hello", name: this.name, version: PROTOCOL_VERSION, token: this.token,
-      bot: false, client: this.client, key: this.key };
+      bot: false, client: this.client, key: this.key, spectator_update: false };
   }
 
   /** The socket is gone: moves stay in flight until the next resync. */

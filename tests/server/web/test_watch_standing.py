@@ -259,9 +259,14 @@ class Lossy:
     def _from_server(self, ws: WebSocketRoute, message: str | bytes) -> None:
         text = message if isinstance(message, str) else message.decode()
         frame = json.loads(text)
-        about = frame.get("t") in {"progress", "spectator_board"} and self.pid in text
+        about = frame.get("t") in {"progress", "spectator_board", "spectator_update"} and (
+            self.pid in text
+        )
         if frame.get("t") == "spectator_board" and frame.get("player_id") == self.pid:
             self.boards.append(text)
+        for board in frame.get("boards", []) if frame.get("t") == "spectator_update" else []:
+            if board.get("player_id") == self.pid:  # kept as the frame an old page would get
+                self.boards.append(json.dumps({"t": "spectator_board", **board}))
         if not (self.drop and about):
             ws.send(message)
 
