@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from server.storage.store import RaceStore
 from tests import pgutil
 
 
@@ -46,3 +48,22 @@ def postgres_url(postgres_cluster: pgutil.PostgresCluster) -> Iterator[str]:
         yield url
     finally:
         postgres_cluster.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test on a fresh SQLite file and on a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'races.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[RaceStore]:
+    """A store opened (and migrated) on :func:`db_url`, closed after the test."""
+    opened = await RaceStore.connect(db_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -205,14 +205,6 @@ async def test_reconnect_tokens_are_stored_only_as_digests(tmp_path: Path) -> No
             await client.close()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'log.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 async def test_the_sql_log_gives_back_every_entry_in_order_however_appends_group_them(
     db_url: str,
 ) -> None:

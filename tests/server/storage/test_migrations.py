@@ -29,15 +29,6 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The same tests on a fresh SQLite file and on a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'races.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 @pytest.fixture
 def extra(tmp_path: Path) -> Iterator[Path]:
     """A directory for revisions after the shipped ones."""

@@ -4,8 +4,6 @@ ends; unrated races move nothing; profiles and the leaderboard read them back.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from openskill.models import PlackettLuce
@@ -15,23 +13,6 @@ from server.race.records import RaceRecord
 from server.storage.players import Claim, Players
 from server.storage.store import RaceStore
 from tests.server.storage.test_store import make_record
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'races.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[RaceStore]:
-    opened = await RaceStore.connect(db_url)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def race(

@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import sqlite3
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -88,24 +87,6 @@ def make_record(
         ended_at_ms=started_at_ms + 90_000,
         players=tuple(players),
     )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The same tests on a fresh SQLite file and on a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'races.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[RaceStore]:
-    opened = await RaceStore.connect(db_url)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def test_a_full_record_with_logs_reads_back_identical(store: RaceStore) -> None:
