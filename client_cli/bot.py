@@ -34,12 +34,15 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
 from protocol.wire.session import (
+    MAX_REDIRECTS,
     BadFrame,
     ClientSession,
     Event,
     Frame,
     HelloRefused,
     MoveAnswered,
+    Redirected,
+    redirect_url,
 )
 
 #: Seconds a bot waits for any one step before it reports the race as not completed.
@@ -119,6 +122,14 @@ class BotFailed(ClientError):
     """A bot could not complete its race; the message says why."""
 
 
+class _Moved(Exception):
+    """The server sent the bot to another node (``moved``)."""
+
+    def __init__(self, moved: m.Moved) -> None:
+        super().__init__(moved.url)
+        self.moved = moved
+
+
 class Bot:
     """One bot player on one socket; :meth:`run` plays a whole race."""
 
@@ -188,6 +199,10 @@ class Bot:
             for message in await self._recv(self.settings.step_timeout_s):
                 if isinstance(message, wanted):
                     return message
+                if isinstance(message, Redirected):
+                    raise _Moved(message.moved)
+                if isinstance(message, m.Moved):
+                    raise _Moved(message)
                 if isinstance(message, HelloRefused):
                     raise BotFailed(error_text(message.error))
                 if isinstance(message, m.Error):
@@ -238,16 +253,9 @@ class Bot:
         code_ready: asyncio.Future[str] | None,
         min_players: int,
     ) -> None:
-        self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
-        await self._send_frame(self.session.hello())
-        welcome: m.Welcome = await self._expect(m.Welcome)
-        self.result.player_id = welcome.player_id
-        if create is not None:
-            await self._send(m.CreateRoom(create))
-        else:
-            assert room is not None
-            await self._send(m.Join(room))
-        state: m.RoomState = await self._expect(m.RoomState)
+        await self._connect()
+        request = m.CreateRoom(create) if create is not None else m.Join(room or "")
+        state = await self._enter(request)
         self.room_state = state
         if code_ready is not None:
             code_ready.set_result(state.code)
@@ -261,6 +269,36 @@ class Bot:
             await self._send(m.Rematch())
             self._next_race()
             await self._loop(host=host, min_players=min_players)
+
+    async def _connect(self) -> m.Welcome:
+        """Open a socket and say hello, following ``moved`` to another node (cluster mode)."""
+        for _ in range(MAX_REDIRECTS + 1):
+            if self.ws is not None:
+                await self.ws.close()
+            self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+            await self._send_frame(self.session.hello())
+            try:
+                welcome: m.Welcome = await self._expect(m.Welcome)
+            except _Moved as moved:
+                self.url = redirect_url(self.url, moved.moved.url)
+                continue
+            self.result.player_id = welcome.player_id
+            return welcome
+        raise BotFailed("the servers sent this bot from node to node too many times")
+
+    async def _enter(self, request: m.CreateRoom | m.Join) -> m.RoomState:
+        """Create or join the room; a ``moved`` answer is followed to the room's node."""
+        for _ in range(MAX_REDIRECTS + 1):
+            await self._send(request)
+            try:
+                state: m.RoomState = await self._expect(m.RoomState)
+            except _Moved as moved:
+                self.url = redirect_url(self.url, moved.moved.url)
+                self.session.connection_lost()
+                await self._connect()
+                continue
+            return state
+        raise BotFailed("the servers sent this bot from node to node too many times")
 
     def _next_race(self) -> None:
         self.race_over, self.board = None, None

@@ -19,7 +19,7 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Final, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from aiohttp import web
 
@@ -37,6 +37,9 @@ from server.transport.connection import Connection, Transport
 from server.transport.direct import DirectResponse
 from server.web import add_web_routes
 
+if TYPE_CHECKING:
+    from server.cluster.routing import Router
+
 SETTINGS: Final = web.AppKey("settings", Settings)
 HUB: Final = web.AppKey("hub", Hub)
 STORE: Final = web.AppKey("store", RaceStore)
@@ -45,6 +48,7 @@ _EXECUTOR: Final = web.AppKey("executor", concurrent.futures.Executor)
 _CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
 _HTTP_LIMITER: Final = web.AppKey("http_limiter", AddressLimiter)
 _PROXIES: Final = web.AppKey[tuple[IPNetwork, ...]]("trusted_proxies")
+CLUSTER: Final[web.AppKey[Router]] = web.AppKey("cluster")
 
 _RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 MAX_LIST_LIMIT: Final = 100
@@ -134,9 +138,13 @@ def create_app(
         await _replay(app[HUB])
         app[HUB].start()
         logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
+        if settings.cluster:
+            app[CLUSTER] = _join_cluster(settings, app[HUB])
         try:
             yield
         finally:
+            if CLUSTER in app:
+                await app[CLUSTER].node.stop()
             if not app[_EXTERNAL_STORE]:
                 await app[STORE].close()
             if own_executor:
@@ -154,6 +162,37 @@ def create_app(
     app.router.add_get("/api/races/{race_id}", handle_race)
     add_web_routes(app)
     return app
+
+
+def _join_cluster(settings: Settings, hub: Hub) -> Router:
+    """Cluster mode's parts, wired to the hub; the node starts once its URL is known
+    (:func:`start_cluster`).  Imported here: an embedded server never loads Redis."""
+    from server.cluster.directory import Directory
+    from server.cluster.node import ClusterNode, random_node_id
+    from server.cluster.routing import Router
+
+    node = ClusterNode(
+        Directory.connect(settings.redis_url), settings.node_id or random_node_id(),
+        settings.lease_s, lambda: hub.lobby.rooms, lambda: hub.lobby.sessions, hub.now_ms,
+    )
+    hub.cluster = Router(node, hub)
+    return hub.cluster
+
+
+def start_cluster(app: web.Application, url: str) -> None:
+    """Start cluster mode's periodic work, telling clients to reach this node at ``url``
+    (``--node-url`` when set).  Nothing happens when embedded."""
+    if CLUSTER in app:
+        settings = app[SETTINGS]
+        node = app[CLUSTER].node
+        node.start(settings.node_url or url)
+        logs.event("cluster_started", node=node.node_id, url=node.url,
+                   redis=_redacted(settings.redis_url), lease_s=settings.lease_s)
+
+
+def _redacted(url: str) -> str:
+    """A Redis URL without its password."""
+    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
 
 
 async def _open_store(settings: Settings) -> RaceStore:
@@ -197,7 +236,9 @@ async def handle_health(request: web.Request) -> web.Response:
     ``degraded`` (still 200) while results wait for the database."""
     hub = request.app[HUB]
     problem = hub.writer.problem
-    status = "closing" if hub.closing else "degraded" if problem else "ok"
+    cluster = hub.cluster.node if hub.cluster is not None else None
+    degraded = problem or (cluster is not None and cluster.problem)
+    status = "closing" if hub.closing else "degraded" if degraded else "ok"
     body: dict[str, object] = {
         "status": status, "rooms": len(hub.rooms), "connections": len(hub.connections)
     }
@@ -206,6 +247,12 @@ async def handle_health(request: web.Request) -> web.Response:
             "reason": problem,
             "waiting": hub.writer.waiting,
             "fallback_file": _fallback_file(hub),
+        }
+    if cluster is not None:
+        body["cluster"] = {
+            "node": cluster.node_id, "url": cluster.url,
+            "redis": "unavailable" if cluster.problem else "ok",
+            **({"reason": cluster.problem} if cluster.problem else {}),
         }
     return web.json_response(body, status=503 if hub.closing else 200)
 
