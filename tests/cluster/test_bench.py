@@ -1,0 +1,34 @@
+"""``bench/cluster.py --quick``: the cluster benchmark runs end to end and reports every
+figure the issue asks for (never its speed: that is the benchmark's business)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cluster.clusterutil import need
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_quick_cluster_benchmark_reports_both_modes_and_the_human_round_trip(
+    tmp_path: Path,
+) -> None:
+    need("redis-server", "redis-server")
+    out = tmp_path / "cluster.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.cluster", "--quick", "--out", str(out)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=600, check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    saturation = figures["saturation"]
+    assert len(saturation["moves_per_s_off"]) == len(saturation["moves_per_s_on"]) == 2
+    assert all(rate > 0 for rate in saturation["moves_per_s_off"] + saturation["moves_per_s_on"])
+    assert saturation["ratio"] > 0
+    assert figures["human_on"]["rtt"]["p99_ms"] is not None
+    assert "on/off ratio" in run.stdout
