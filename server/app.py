@@ -1,9 +1,11 @@
 """The aiohttp application: routes, the WebSocket handler and the app's life cycle.
 
 ``create_app(settings)`` builds the app; its cleanup context opens the race
-store and the deal process pool, and its shutdown hook (run on SIGTERM by
-``tripeaks-server``) ends running races, tells every client why, closes the
-sockets with 1001 and waits for the race writes.
+store and the deal process pool and resumes every room the input log holds
+(:mod:`server.recovery`), and its shutdown hook (run on SIGTERM by
+``tripeaks-server``) commits the input log, tells every client why, closes
+the sockets with 1001 and waits for the race writes: running races go on
+after the next start.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from server.hub import Hub
 from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
 from server.reader import ConnectionReader
+from server.recovery.journal import Journal
+from server.recovery.log import InputLog
+from server.recovery.resume import load_rooms
+from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
 from server.transport.clientaddr import client_address
 from server.transport.connection import Connection, Transport
@@ -38,6 +44,8 @@ from server.transport.direct import DirectResponse
 from server.web import add_web_routes
 
 if TYPE_CHECKING:
+    from server.cluster.node import ClusterNode
+    from server.cluster.redislog import RedisInputLog
     from server.cluster.routing import Router
 
 SETTINGS: Final = web.AppKey("settings", Settings)
@@ -134,12 +142,22 @@ def create_app(
             app[STORE] = await _open_store(settings)
         own_executor = executor is None
         app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
-        app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR])
+        if settings.cluster:
+            node, cluster_log = _cluster_node(settings, app)
+            journal = Journal(cluster_log, 1)  # each room is fenced by its own lease's epoch
+        else:
+            log = SqlInputLog(app[STORE])
+            journal = Journal(log, await log.max_epoch() + 1)
+        app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
         await _replay(app[HUB])
         app[HUB].start()
-        logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
         if settings.cluster:
-            app[CLUSTER] = _join_cluster(settings, app[HUB])
+            # No rooms are taken back at start: a room whose lease ran out is taken over
+            # by whichever node a client (or the janitor) reaches first.
+            app[CLUSTER] = _wire_cluster(node, cluster_log, app[HUB])
+        else:
+            await _resume(app[HUB], log)
+        logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
         try:
             yield
         finally:
@@ -164,18 +182,33 @@ def create_app(
     return app
 
 
-def _join_cluster(settings: Settings, hub: Hub) -> Router:
-    """Cluster mode's parts, wired to the hub; the node starts once its URL is known
-    (:func:`start_cluster`).  Imported here: an embedded server never loads Redis."""
+def _cluster_node(
+    settings: Settings, app: web.Application
+) -> tuple[ClusterNode, RedisInputLog]:
+    """Cluster mode's node and input log (the hub comes next); the node starts once its
+    URL is known (:func:`start_cluster`).  Imported here: an embedded server never loads
+    Redis."""
     from server.cluster.directory import Directory
     from server.cluster.node import ClusterNode, random_node_id
-    from server.cluster.routing import Router
+    from server.cluster.redislog import RedisInputLog
 
     node = ClusterNode(
         Directory.connect(settings.redis_url), settings.node_id or random_node_id(),
-        settings.lease_s, lambda: hub.lobby.rooms, lambda: hub.lobby.sessions, hub.now_ms,
+        settings.lease_s, lambda: app[HUB].lobby.rooms, lambda: app[HUB].lobby.sessions,
+        lambda: app[HUB].now_ms(),
     )
-    hub.cluster = Router(node, hub)
+    return node, RedisInputLog(node)
+
+
+def _wire_cluster(node: ClusterNode, log: RedisInputLog, hub: Hub) -> Router:
+    """The router and the takeovers, wired to the hub and the log."""
+    from server.cluster.routing import Router
+    from server.cluster.takeover import Takeovers
+
+    takeovers = Takeovers(node, lambda: hub.lobby.rooms, hub.timings, hub.restore)
+    hub.cluster = Router(node, hub, takeovers)
+    log.on_fenced = hub.cluster.fenced
+    node.after_tick = log.repair
     return hub.cluster
 
 
@@ -216,6 +249,15 @@ async def _replay(hub: Hub) -> None:
         )
 
 
+async def _resume(hub: Hub, log: InputLog) -> None:
+    """Take back every room the input log holds, before serving anyone."""
+    rebuilt = await load_rooms(log, hub.timings)
+    for room in rebuilt:
+        hub.restore(room)
+    if rebuilt:
+        logs.event("rooms_resumed", rooms=len(rebuilt))
+
+
 def _fallback_file(hub: Hub) -> str | None:
     path = hub.writer.fallback_file
     return str(path) if path is not None else None
@@ -254,6 +296,9 @@ async def handle_health(request: web.Request) -> web.Response:
             "redis": "unavailable" if cluster.problem else "ok",
             **({"reason": cluster.problem} if cluster.problem else {}),
         }
+    if hub.journal is not None and hub.journal.problem:
+        # Races go on; only rooms whose inputs could not be logged cannot be resumed.
+        body["input_log"] = {"reason": hub.journal.problem}
     return web.json_response(body, status=503 if hub.closing else 200)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -31,11 +32,12 @@ from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
-from protocol.wire.fast import REASON, move_result_msgpack, parse_move
+from protocol.wire.fast import FRESH, REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
 from server.metrics import Metrics
+from server.race import inputs
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
@@ -60,9 +62,12 @@ from server.race.outputs import (
     ToSpectators,
 )
 from server.race.ratelimit import AddressLimiter, CreditBucket
+from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
+from server.recovery.journal import Journal
+from server.recovery.resume import Rebuilt
 from server.storage.store import RaceStore
 from server.storage.writer import ResultWriter
 from server.storing import Storing
@@ -93,20 +98,23 @@ class RoomHandle:
     #: See :class:`server.storing.HeldRoom`.
     writing: dict[str, bool | None] = field(default_factory=dict)
     held: list[Output] = field(default_factory=list)
+    #: Another node holds the room now (cluster mode): nothing of it may go out from here.
+    fenced: bool = False
 
 
 def _fresh() -> Fresh:
     return Fresh(ids.seed(), ids.race_id())
 
 
-#: Client messages that are plain room calls: (room, sender, message, now) -> outputs.
-_ROOM_CALLS: Final[dict[type[Any], Callable[[Room, str, Any, int], list[Output]]]] = {
-    m.Leave: lambda room, pid, msg, now: room.leave(pid, now),
-    m.Ready: lambda room, pid, msg, now: room.set_ready(pid, msg.ready),
-    m.Start: lambda room, pid, msg, now: room.start(pid, now, _fresh()),
-    m.Kick: lambda room, pid, msg, now: room.kick(pid, msg.player_id, now),
-    m.Resign: lambda room, pid, msg, now: room.resign(pid, now),
-    m.Rematch: lambda room, pid, msg, now: room.rematch(pid, now, _fresh()),
+#: Client messages that are plain room inputs: (sender, message, now) -> the input.
+_ROOM_CALLS: Final[dict[type[Any], Callable[[str, Any, int], inputs.Input]]] = {
+    m.Leave: lambda pid, msg, now: inputs.Left(pid, now),
+    m.Ready: lambda pid, msg, now: inputs.ReadySet(pid, msg.ready, now),
+    m.Start: lambda pid, msg, now: inputs.Started(pid, _fresh(), now),
+    m.Kick: lambda pid, msg, now: inputs.Kicked(pid, msg.player_id, now),
+    m.Resign: lambda pid, msg, now: inputs.Resigned(pid, now),
+    m.Rematch: lambda pid, msg, now: inputs.Rematched(pid, _fresh(), now),
+    m.UpdateOptions: lambda pid, msg, now: inputs.OptionsSet(pid, msg.options, now),
 }
 
 
@@ -118,8 +126,11 @@ class Hub:
         settings: Settings,
         store: RaceStore,
         executor: concurrent.futures.Executor,
+        journal: Journal | None = None,
     ) -> None:
         self.settings = settings
+        #: The input log's writer (None: rooms are not logged, and a stop aborts races).
+        self.journal = journal
         self.store = store
         self.executor = executor
         self.timings = RoomTimings(
@@ -144,6 +155,8 @@ class Hub:
         )
         #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
         self.batch = WriteBatch()
+        if journal is not None:
+            journal.batch = lambda: self.batch  # held frames go out in one write per socket
         self.closing = False
         self.storing: Storing[RoomHandle] = Storing(
             store, self.batch, self.deliver,
@@ -178,6 +191,8 @@ class Hub:
         """Warm up: fill the deal queue for the default rules; start the heartbeat and
         the result writer."""
         self.writer.start()
+        if self.journal is not None:
+            self.journal.start()
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
         if self.settings.heartbeat_s > 0:
             self.spawn(keep_alive(lambda: self.connections, self.now_ms, self.settings.heartbeat_s))
@@ -216,8 +231,16 @@ class Hub:
     # ---- sending ---------------------------------------------------------------
     def reply(self, conn: Connection, message: m.ServerMessage) -> None:
         """Send ``message`` to ``conn``."""
-        conn.send(codec.encode(message, conn.encoding))
+        self._put(conn, codec.encode(message, conn.encoding))
         self.metrics.hot.frames_sent += 1
+
+    def _put(self, conn: Connection, frame: Frame) -> None:
+        """Send ``frame``, or hold it while inputs before it are not logged yet."""
+        journal = self.journal
+        if journal is not None and journal.holding:
+            journal.hold(functools.partial(conn.send, frame))
+        else:
+            conn.send(frame)
 
     def error(
         self,
@@ -239,6 +262,10 @@ class Hub:
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
         """Send one message to many: encoded at most once per encoding."""
+        journal = self.journal
+        if journal is not None and journal.holding:
+            journal.hold(functools.partial(self.broadcast, list(conns), message))
+            return
         frames: dict[codec.Encoding, Frame] = {}
         sent = 0
         for conn in conns:
@@ -291,6 +318,8 @@ class Hub:
             bucket.retune(self.settings.player_rate, self.settings.player_burst)
 
     def _room_opened(self, _conn: Connection | None, out: RoomOpened) -> None:
+        if self.journal is not None and out.logged is not None:
+            self.journal.record(out.code, out.logged)
         room = self.lobby.rooms[out.code]
         feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(room.options.spectator_delay_s * 1000)
         self.handles[out.code] = RoomHandle(room, feed)
@@ -299,7 +328,50 @@ class Hub:
     def _in_room(self, _conn: Connection | None, out: InRoom) -> None:
         handle = self.handles.get(out.code)
         if handle is not None:
+            if self.journal is not None and out.logged is not None:
+                self.journal.record(out.code, out.logged)
             self.run(handle, out.outputs)
+
+    # ---- the input hook: every input reaches its room here -----------------------
+    def enter(self, handle: RoomHandle, given: inputs.Input) -> None:
+        """Apply ``given`` to its room, log it, and carry out its outputs.
+
+        With a journal, the input is logged before anything it caused is seen:
+        every frame sent from now until the commit is held (:meth:`_put`), and so is
+        storing a result (a race is stored only once its last input is logged).
+        """
+        outputs = inputs.apply(handle.room, given)
+        if self.journal is not None:
+            self.journal.record(handle.room.code, given)
+        self.run(handle, outputs)
+
+    def _save(self, handle: RoomHandle, out: SaveRace) -> None:
+        journal = self.journal
+        if journal is not None and journal.holding:
+            journal.hold(functools.partial(self._save_held, handle, out.record))
+        else:
+            self.storing.save(handle, out.record)
+
+    def _save_held(self, handle: RoomHandle, record: RaceRecord) -> None:
+        # A room another node took over meanwhile stores nothing: its log is the other's.
+        if not handle.fenced:
+            self.storing.save(handle, record)
+
+    def restore(self, rebuilt: Rebuilt) -> None:
+        """Take back a room rebuilt from its log (:mod:`server.recovery.resume`)."""
+        room = rebuilt.room
+        self.lobby.restore(room, rebuilt.members)
+        feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(room.options.spectator_delay_s * 1000)
+        handle = self.handles[room.code] = RoomHandle(room, feed)
+        if self.journal is not None:
+            self.journal.open(room.code, rebuilt.next_index)
+        for record in rebuilt.records:
+            self.storing.save(handle, record)  # idempotent: a stored race stays as it is
+        now = self.now_ms()
+        gap = max(0, now - rebuilt.last_ms)
+        self.enter(handle, inputs.Resumed(gap, now))
+        logs.event("room_resumed", room=room.code, phase=room.phase.value, gap_ms=gap,
+                   members=len(rebuilt.members))
 
     # ---- the rooms' outputs -------------------------------------------------------
     def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
@@ -311,7 +383,7 @@ class Hub:
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
-            SaveRace: lambda handle, out: self.storing.save(handle, out.record),
+            SaveRace: self._save,
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
             ),
@@ -398,7 +470,7 @@ class Hub:
                 if name == _FEED_TIMER:
                     self._release_feed(handle, now)
                 else:
-                    self.run(handle, handle.room.on_timer(name, now))
+                    self.enter(handle, inputs.TimerFired(name, now))
         except Exception:
             logs.failure("timer_failed", room=handle.room.code, timer=name)
 
@@ -410,6 +482,7 @@ class Hub:
             return []
         room = handle.room
         conns = self._conns([*room.seats, *room.spectators])
+        handle.fenced = True
         self._forget_room(handle)
         return conns
 
@@ -417,6 +490,8 @@ class Hub:
         for timer in handle.timers.values():
             timer.cancel()
         handle.timers.clear()
+        if self.journal is not None:
+            self.journal.forget(handle.room.code)
         self.handles.pop(handle.room.code, None)
         self.lobby.forget_room(handle.room.code)
         logs.event("room_closed", room=handle.room.code)
@@ -438,13 +513,13 @@ class Hub:
             logs.event("deal_failed", level=logging.WARNING, room=handle.room.code, reason=str(exc))
             if not handle.room.closed:
                 reason = codec.printable_line(f"cannot deal: {exc}")
-                self.run(handle, handle.room.deal_failed(request.ticket, reason))
+                self.enter(handle, inputs.DealFailed(request.ticket, reason, self.now_ms()))
             return
         self.metrics.deal_seconds.observe(time.perf_counter() - started)
         if not practice:
             self._prepare_ahead(key)
         if not handle.room.closed and not self.closing:
-            self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
+            self.enter(handle, inputs.Dealt(request.ticket, dealt, self.now_ms()))
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
         """Keep a few deals ready per rule set, so most starts need no solving at all."""
@@ -536,7 +611,13 @@ class Hub:
         except ProtocolError as exc:
             self.error(conn, exc.code, exc.message, ref=_MOVE_TAG, seq=exc.seq or seq)
             return True
-        conn.send(move_result_msgpack(outcome))
+        journal = self.journal
+        if journal is None:
+            conn.send(move_result_msgpack(outcome))
+        else:
+            if outcome[FRESH]:  # a resend changed nothing: nothing to log
+                journal.record(room.code, inputs.Moved(pid, seq, action, position, now_ms))
+            self._put(conn, move_result_msgpack(outcome))
         hot = self.metrics.hot
         hot.frames_sent += 1
         reason = outcome[REASON]
@@ -591,7 +672,6 @@ class Hub:
             m.Join: self._join,
             m.Sync: lambda conn, msg, now: self.apply(conn, lobby.sync(conn, now)),
             m.MoveRequest: self._move,
-            m.UpdateOptions: self._update_options,
         }
 
     def _create(self, conn: Connection, create: m.CreateRoom, now: int) -> None:
@@ -637,7 +717,7 @@ class Hub:
         if bucket is not None and extra > 0 and not bucket.spend(now, extra):
             self.error(conn, ErrorCode.RATE_LIMITED, ref=msg.TAG)
             return
-        conn.send(frame)
+        self._put(conn, frame)
         self.metrics.hot.frames_sent += 1
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
@@ -665,18 +745,17 @@ class Hub:
         call = _ROOM_CALLS.get(type(msg))
         if call is None:
             raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW)
-        self.run(handle, call(handle.room, pid, msg, now))
-
-    def _update_options(self, conn: Connection, msg: m.UpdateOptions, now: int) -> None:
-        handle, pid = self._in_room_of(conn)
-        outputs = handle.room.update_options(pid, msg.options)
-        handle.feed.delay_ms = msg.options.spectator_delay_s * 1000
-        self.run(handle, outputs)
+        self.enter(handle, call(pid, msg, now))
+        if isinstance(msg, m.UpdateOptions):
+            handle.feed.delay_ms = msg.options.spectator_delay_s * 1000
 
     def _move(self, conn: Connection, msg: m.MoveRequest, now: int) -> None:
         handle, pid = self._in_room_of(conn)
         started = self._move_started()
-        outputs = handle.room.move(pid, msg, now)
+        given = inputs.Moved(pid, msg.seq, msg.action, msg.position, now)
+        outputs = inputs.apply(handle.room, given)
+        if self.journal is not None:
+            self.journal.record(handle.room.code, given)
         self.run(handle, outputs)
         first = outputs[0] if outputs else None
         if isinstance(first, Send) and isinstance(first.message, m.MoveResult):
@@ -686,18 +765,24 @@ class Hub:
 
     # ---- shutdown ------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Stop: end running races, store them (then they are announced), tell everyone
-        and close."""
+        """Stop: with a journal, log the stop and commit everything, so that the next
+        start resumes every room; without one, end running races and store them.  Then
+        tell everyone and close."""
         self.closing = True
         now = self.now_ms()
         for handle in list(self.handles.values()):
             try:
-                self.run(handle, handle.room.abort(now))
+                if self.journal is None:
+                    self.run(handle, handle.room.abort(now))
+                else:
+                    self.enter(handle, inputs.Halted(now))
             except Exception:
                 logs.failure("abort_failed", room=handle.room.code)
             for timer in handle.timers.values():
                 timer.cancel()
             handle.timers.clear()
+        if self.journal is not None:
+            await self.journal.close()
         # The aborted races' race_over frames wait for their write, so write first.
         await self.writer.close(self.settings.shutdown_timeout_s)
         closers = [

@@ -295,6 +295,7 @@ LAYERS = (
     Layer("protocol", never=("server", "client_cli", "tools", "bench")),
     Layer("server.race", only=("protocol", "server.race"), stdlib_only=True),
     Layer("server.storage", only=("server.race.records", "server.storage")),
+    Layer("server.recovery", only=("protocol", "server.race", "server.recovery", "server.logs")),
     Layer("server.transport", only=("protocol.wire", "server.transport", "server.logs",
                                     "server.config")),
     Layer("client_cli", never=("server",)),

@@ -61,15 +61,21 @@ class Tick:
     #: Session keys to set (to a room code) and to delete.
     sessions: Mapping[str, str] = field(default_factory=dict)
     forgotten: Sequence[str] = ()
+    #: Orphaned rooms this node would take over now (0: none).
+    takeovers: int = 0
+    #: Released rooms that still run (the node stops): another node takes them over.
+    handed_over: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class TickAnswer:
-    """What a tick found: codes fenced out, how many listings this node has, every listing."""
+    """What a tick found: codes fenced out, how many listings this node has, every listing,
+    and rooms whose lease ran out with their log still there (to take over)."""
 
     lost: tuple[str, ...]
     listed: int
     listings: tuple[str, ...]
+    orphans: tuple[str, ...] = ()
 
 
 class Directory:
@@ -84,6 +90,10 @@ class Directory:
         self._listing = client.register_script(scripts.LISTING)
         self._locate_session = client.register_script(scripts.LOCATE_SESSION)
         self._locate_room = client.register_script(scripts.LOCATE_ROOM)
+        self._leases = client.register_script(scripts.LEASES)
+        self._orphans = client.register_script(scripts.ORPHANS)
+        self._append = client.register_script(scripts.APPEND)
+        self._drop_logs = client.register_script(scripts.DROP_LOGS)
 
     @classmethod
     def connect(cls, url: str) -> Directory:
@@ -113,7 +123,8 @@ class Directory:
     async def tick(self, work: Tick) -> TickAnswer:
         """Refresh the node, its leases, listings and sessions; read every listing."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(keys.node(work.node), work.url, px=work.lease_ms)
+        # The URL goes before the leases do: a dead node is not sent clients for long.
+        pipe.set(keys.node(work.node), work.url, px=max(1000, work.lease_ms // 2))
         pipe.zadd(keys.NODES, {work.node: work.now_ms})
         rooms_key = keys.node_rooms(work.node)
         if work.listed:
@@ -131,22 +142,36 @@ class Directory:
                 args=[work.lease_ms, *(work.owned[code] for code in codes)],
                 client=pipe,
             )
+        if codes:
+            await self._leases(
+                keys=[keys.LEASES], args=[work.now_ms + work.lease_ms, *codes], client=pipe
+            )
         if work.released:
             await self._release(
                 keys=[keys.owner(code) for code in work.released],
                 args=list(work.released.values()),
                 client=pipe,
             )
+            gone = [code for code in work.released if code not in work.handed_over]
+            if gone:
+                pipe.zrem(keys.LEASES, *gone)
+        if work.handed_over:
+            # Rooms given up running (a stop): due now, for any node's janitor.
+            pipe.zadd(keys.LEASES, dict.fromkeys(work.handed_over, 0))
         for key, code in work.sessions.items():
             pipe.set(key, code, px=SESSION_TTL_MS)
         if work.forgotten:
             pipe.delete(*work.forgotten)
+        await self._orphans(
+            keys=[keys.LEASES], args=[work.now_ms, keys.PREFIX, work.takeovers], client=pipe
+        )
         await self._listing(
             keys=[keys.NODES], args=[work.now_ms - LISTING_TTL_MS, keys.PREFIX], client=pipe
         )
         results = await self._run(pipe.execute())
         lost = tuple(codes[i - 1] for i in results[renew_at]) if codes else ()
-        return TickAnswer(lost, int(results[hlen_at]), tuple(results[-1]))
+        orphans = tuple(str(code) for code in results[-2])
+        return TickAnswer(lost, int(results[hlen_at]), tuple(results[-1]), orphans)
 
     async def claim(self, codes: Sequence[str], node: str, lease_ms: int) -> dict[str, int]:
         """Claim the free ones of ``codes`` for ``node``: their epochs, by code."""
@@ -162,6 +187,36 @@ class Directory:
             keys=[keys.owner(code), keys.epoch(code)], args=[node, lease_ms]
         ))
         return int(epoch), str(value)
+
+    # ---- input logs ---------------------------------------------------------------
+    async def append(self, groups: Sequence[tuple[str, str, Sequence[tuple[int, int, str]]]]
+                     ) -> list[str]:
+        """Append each ``(room, owner value, entries)`` group whose room is still held as
+        expected, in one script; the codes of the rooms fenced out (nothing of theirs is
+        written)."""
+        args: list[str | int] = [keys.PREFIX]
+        for code, value, entries in groups:
+            args += [code, value, len(entries)]
+            for index, epoch, data in entries:
+                args += [index, epoch, data]
+        return [str(code) for code in await self._run(self._append(args=args))]
+
+    async def read_log(self, code: str) -> list[tuple[int, int, str]]:
+        """Room ``code``'s log: ``(index, epoch, data)`` in order."""
+        found = await self._run(self.redis.xrange(keys.log(code)))
+        return [(int(f["i"]), int(f["e"]), str(f["d"])) for _id, f in found]
+
+    async def log_rooms(self) -> list[str]:
+        """Every room that has a log."""
+        return sorted(await self._run(self.redis.smembers(keys.LOGS)))
+
+    async def drop_logs(self, rooms: Mapping[str, str]) -> None:
+        """Delete these rooms' logs (room -> this node's owner value), unless another node
+        holds the room now."""
+        args: list[str] = [keys.PREFIX]
+        for code, value in rooms.items():
+            args += [code, value]
+        await self._run(self._drop_logs(args=args))
 
     # ---- look-ups -----------------------------------------------------------------
     async def locate_room(self, code: str) -> Located:

@@ -6,6 +6,9 @@
 ``tp:node:{ID}:rooms``         hash: room code -> listing JSON of its public rooms
 ``tp:room:{CODE}:owner``       ``{node}:{epoch}``, expiring after a lease; the code's claim
 ``tp:room:{CODE}:epoch``       counter raised by every claim and takeover (the fence)
+``tp:room:{CODE}:log``         stream: the room's input log (:mod:`server.cluster.redislog`)
+``tp:logs``                    set: every room code that has a log
+``tp:leases``                  sorted set: room code -> when its lease ends (for the janitor)
 ``tp:sess:{SHA256}``           room code of the session whose token hashes so
 =============================  ===========================================================
 
@@ -14,11 +17,14 @@ Tokens are never stored, only their SHA-256: reading Redis gives no one a seat.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Final
+
+from server.race.lobby import token_digest
 
 PREFIX: Final = "tp:"
 NODES: Final = PREFIX + "nodes"
+LEASES: Final = PREFIX + "leases"
+LOGS: Final = PREFIX + "logs"
 
 
 def node(node_id: str) -> str:
@@ -41,14 +47,20 @@ def epoch(code: str) -> str:
     return f"{PREFIX}room:{code}:epoch"
 
 
+def log(code: str) -> str:
+    """The stream of room ``code``'s inputs."""
+    return f"{PREFIX}room:{code}:log"
+
+
 def session(token: str) -> str:
     """The key of the session with reconnect token ``token`` (hashed)."""
     return f"{PREFIX}sess:{token_hash(token)}"
 
 
 def token_hash(token: str) -> str:
-    """A reconnect token's SHA-256, hex: what Redis keeps instead of the token."""
-    return hashlib.sha256(token.encode()).hexdigest()
+    """A reconnect token's SHA-256, hex: what Redis keeps instead of the token (the same
+    digest the lobby and the input log keep, :func:`server.race.lobby.token_digest`)."""
+    return token_digest(token)
 
 
 def owner_value(node_id: str, epoch_no: int) -> str:

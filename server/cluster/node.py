@@ -25,7 +25,7 @@ import json
 import logging
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,6 +40,8 @@ from server.race.room import Room
 #: Codes kept claimed ahead, and the level below which more are claimed.
 POOL_TARGET: Final = 32
 POOL_LOW: Final = 12
+#: Rooms whose lease ran out that one node takes over per tick, at most.
+TAKEOVERS_PER_TICK: Final = 8
 #: The shortest time between two ticks (a nudge waits this long after the last one).
 MIN_GAP_S: Final = 0.05
 #: Every this many ticks every listing and session is sent again, changed or not
@@ -104,6 +106,12 @@ class ClusterNode:
         self.problem: str | None = "not connected yet"
         #: Called with the code of a room another node holds now.
         self.on_lost: Callable[[str], None] = lambda code: None
+        #: Called with rooms whose lease ran out with a log left (the janitor's finds).
+        self.on_orphans: Callable[[tuple[str, ...]], None] | None = None
+        #: Run after each tick that reached Redis.
+        self.after_tick: Callable[[], Awaitable[None]] | None = None
+        #: Codes being taken over (claimed, their room not rebuilt yet).
+        self.taking: set[str] = set()
         self._remote: list[Listed] = []
         self._published: dict[str, m.RoomSummary] = {}
         self._sent_sessions: dict[str, tuple[str, str]] = {}  # token -> (key, room)
@@ -168,6 +176,8 @@ class ClusterNode:
         work = Tick(
             self.node_id, self.url, self._clock(), self.lease_ms, owned, released,
             listed, unlisted, sessions, forgotten,
+            TAKEOVERS_PER_TICK if self.on_orphans is not None and not release_all else 0,
+            [code for code in released if code in rooms and not rooms[code].closed],
         )
         answer = await self.directory.tick(work)
         self._ticks += 1
@@ -181,9 +191,13 @@ class ClusterNode:
         self._recovered()
         for code in answer.lost:
             self._lost(code)
+        if answer.orphans and self.on_orphans is not None:
+            self.on_orphans(answer.orphans)
+        if self.after_tick is not None:
+            await self.after_tick()
 
     def _held(self, code: str, rooms: dict[str, Room]) -> bool:
-        return code in rooms or code in self.pool
+        return code in rooms or code in self.pool or code in self.taking
 
     def _recovered(self) -> None:
         if self.problem is not None:

@@ -11,8 +11,9 @@ Redis cannot be reached.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Protocol
 
 from protocol.wire import messages as m
@@ -20,13 +21,16 @@ from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs
 from server.cluster.directory import Located, RedisUnavailable
 from server.cluster.node import ClusterNode
-from server.race.lobby import Lobby
+from server.cluster.takeover import Takeovers
+from server.race.lobby import Lobby, token_digest
 from server.race.ratelimit import CreditBucket
 from server.transport.connection import Connection
 from server.transport.framing import WriteBatch
 
 #: Messages one connection may send while a look-up of its runs (more: closed 1008).
 MAX_HELD: Final = 64
+#: Seconds between look-ups while a room's node is silent but its lease runs.
+SETTLE_POLL_S: Final = 0.25
 
 
 class Shell(Protocol):
@@ -62,11 +66,13 @@ class Shell(Protocol):
 class Router:
     """Sends clients to the node that holds their room."""
 
-    def __init__(self, node: ClusterNode, shell: Shell) -> None:
+    def __init__(self, node: ClusterNode, shell: Shell, takeovers: Takeovers) -> None:
         self.node = node
         self.shell = shell
+        self.takeovers = takeovers
         self._held: dict[Connection, list[m.ClientMessage]] = {}
         node.on_lost = self.lost
+        node.on_orphans = lambda codes: takeovers.orphans(codes, shell.spawn)
 
     def lost(self, code: str) -> None:
         """Room ``code`` is another node's now: forget it and its sessions here, and close
@@ -80,7 +86,14 @@ class Router:
                 if session.conn is not None:
                     lobby.by_conn.pop(session.conn, None)
         for conn in conns:
-            self.shell.spawn(conn.close(CloseCode.TRY_AGAIN_LATER, "the room moved to a new node"))
+            # At once: nothing held for this room may reach them from here any more.
+            conn.give_up(CloseCode.TRY_AGAIN_LATER, "the room moved to another node", linger_s=0.2)
+
+    def fenced(self, codes: list[str]) -> None:
+        """The input log refused these rooms' entries: another node holds them now."""
+        for code in codes:
+            self.node.epochs.pop(code, None)
+            self.lost(code)
 
     def holds(self, conn: Connection, message: m.ClientMessage) -> bool:
         """True when ``conn`` waits on a look-up: ``message`` then waits too, in order."""
@@ -96,7 +109,10 @@ class Router:
     # ---- the three questions --------------------------------------------------------
     def hello(self, conn: Connection, hello: m.Hello) -> bool:
         """True when ``hello``'s token is not known here: it is looked up first."""
-        if not hello.token or hello.token in self.shell.lobby.sessions:
+        lobby = self.shell.lobby
+        if not hello.token or hello.token in lobby.sessions:
+            return False
+        if token_digest(hello.token) in lobby.restored:
             return False
         self._defer(conn, self._hello(conn, hello))
         return True
@@ -118,35 +134,53 @@ class Router:
 
     # ---- look-ups ----------------------------------------------------------------
     async def _hello(self, conn: Connection, hello: m.Hello) -> None:
-        try:
-            found = await self.node.directory.locate_session(hello.token or "")
-        except RedisUnavailable:
-            self._unavailable(conn, m.Hello.TAG, "cannot look up your seat")
-            return
+        token = hello.token or ""
+        found = await self._settled(lambda: self.node.directory.locate_session(token))
         if conn.closed:
             return
-        if self._elsewhere(found):
+        if found is None:
+            self._unavailable(conn, m.Hello.TAG, "cannot look up your seat")
+        elif self._elsewhere(found):
             self._moved(conn, found, m.Hello.TAG)
-            return
-        self.shell.hello_here(conn, hello, self.shell.now_ms())
-        session = self.shell.lobby.session_of(conn)
-        if session is not None and session.credit is None:
-            session.credit = self.shell.connections.get(conn)
+        else:
+            self.shell.hello_here(conn, hello, self.shell.now_ms())
+            session = self.shell.lobby.session_of(conn)
+            if session is not None and session.credit is None:
+                session.credit = self.shell.connections.get(conn)
 
     async def _join(self, conn: Connection, join: m.Join, code: str) -> None:
-        try:
-            found = await self.node.directory.locate_room(code)
-        except RedisUnavailable:
-            self._unavailable(conn, m.Join.TAG, f"cannot find room {code}")
-            return
+        found = await self._settled(lambda: self.node.directory.locate_room(code))
         if conn.closed:
             return
-        if self._elsewhere(found):
+        if found is None:
+            self._unavailable(conn, m.Join.TAG, f"cannot find room {code}")
+        elif self._elsewhere(found):
             self._moved(conn, found, m.Join.TAG)
-            return
-        close = self.shell.join_here(conn, join, code, self.shell.now_ms())
-        if close is not None:
-            self.shell.spawn(conn.close(close))
+        else:
+            close = self.shell.join_here(conn, join, code, self.shell.now_ms())
+            if close is not None:
+                self.shell.spawn(conn.close(close))
+
+    async def _settled(self, locate: Callable[[], Awaitable[Located]]) -> Located | None:
+        """Where the room is once that is settled (None: Redis out of reach, or no node
+        answers for it in time).  A room whose lease ran out is taken over here; while
+        its owner's address is gone but its lease runs, this waits for one or the other."""
+        deadline = asyncio.get_running_loop().time() + 2 * self.node.lease_ms / 1000
+        try:
+            while True:
+                found = await locate()
+                if found.code is not None and found.code in self.node.taking:
+                    await self.takeovers.take(found.code)  # this node's janitor is at it
+                    continue
+                if found.code is None or found.node == self.node.node_id or found.url:
+                    return found
+                if found.node is None and await self.takeovers.take(found.code):
+                    return Located(found.code, self.node.node_id)
+                if asyncio.get_running_loop().time() > deadline:
+                    return None
+                await asyncio.sleep(SETTLE_POLL_S)
+        except RedisUnavailable:
+            return None
 
     async def _create(self, conn: Connection, create: m.CreateRoom) -> None:
         with contextlib.suppress(RedisUnavailable):

@@ -27,6 +27,86 @@ end
 return out
 """
 
+#: KEYS: the lease set; ARGV: lease end (unix ms), then codes.  Notes when each lease ends,
+#: for the janitor (:data:`ORPHANS`).
+LEASES: Final = """
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[i])
+end
+return #ARGV - 1
+"""
+
+#: KEYS: the lease set; ARGV: now (unix ms), the key prefix, the most to return.  Codes
+#: whose lease ran out and whose input log is still there (a room to take over); codes
+#: without a log are forgotten.
+ORPHANS: Final = """
+local out = {}
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 50)
+for _, code in ipairs(due) do
+  local base = ARGV[2] .. 'room:' .. code
+  if redis.call('EXISTS', base .. ':owner') == 0 then
+    if redis.call('EXISTS', base .. ':log') == 1 and #out < tonumber(ARGV[3]) then
+      out[#out + 1] = code
+    elseif redis.call('EXISTS', base .. ':log') == 0 then
+      redis.call('ZREM', KEYS[1], code)
+    end
+  end
+end
+return out
+"""
+
+#: ARGV: the key prefix, then for each room: code, expected owner value, entry count,
+#: and (index, epoch, data) per entry.  Appends the entries of every room still held as
+#: expected to its stream (an index already there is skipped); returns the codes of the
+#: others (fenced out: nothing of them is written).
+APPEND: Final = """
+local p = ARGV[1]
+local i = 2
+local fenced = {}
+while i <= #ARGV do
+  local code, want, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  i = i + 3
+  if redis.call('GET', p .. 'room:' .. code .. ':owner') == want then
+    local key = p .. 'room:' .. code .. ':log'
+    -- A retried append (its answer was lost) writes each index once.
+    local last = -1
+    local tail = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+    if #tail > 0 then
+      local fields = tail[1][2]
+      for f = 1, #fields, 2 do
+        if fields[f] == 'i' then last = tonumber(fields[f + 1]) end
+      end
+    end
+    for j = 0, n - 1 do
+      local at = i + 3 * j
+      if tonumber(ARGV[at]) > last then
+        redis.call('XADD', key, '*', 'i', ARGV[at], 'e', ARGV[at + 1], 'd', ARGV[at + 2])
+      end
+    end
+    redis.call('SADD', p .. 'logs', code)
+  else
+    fenced[#fenced + 1] = code
+  end
+  i = i + 3 * n
+end
+return fenced
+"""
+
+#: ARGV: the key prefix, then (code, owner value) pairs.  Deletes each room's log unless
+#: another node holds the room now.
+DROP_LOGS: Final = """
+local p = ARGV[1]
+for i = 2, #ARGV, 2 do
+  local code, want = ARGV[i], ARGV[i + 1]
+  local now = redis.call('GET', p .. 'room:' .. code .. ':owner')
+  if (not now) or now == want then
+    redis.call('DEL', p .. 'room:' .. code .. ':log')
+    redis.call('SREM', p .. 'logs', code)
+  end
+end
+return 1
+"""
+
 #: KEYS: owner, epoch pairs; ARGV: lease ms, then each pair's expected owner value.
 #: Extends each lease still held; takes back one whose key is gone while nobody raised
 #: the epoch (Redis restarted, or the lease ran out with no takeover); returns the

@@ -489,6 +489,31 @@ class Room:
                 return self.leave(pid, now_ms)
         return []
 
+    def resume(self, gap_ms: int, now_ms: int) -> list[Output]:
+        """The server is back after an outage of ``gap_ms``, this room rebuilt from its log.
+
+        The outage rule: the race clock pauses for the gap (every racer's time, the
+        time limit and a countdown move on by it, so nobody loses or gains against
+        another), and every member and spectator is away with a full reconnect grace
+        from ``now_ms``.  Every timer the room needs is set again.
+        """
+        outputs: list[Output] = []
+        race, pending = self.race, self._pending
+        if race is not None and not race.over:
+            race.start_ms += gap_ms
+            outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+        if pending is not None and pending.dealt is None:
+            # The deal was being solved when the server stopped: ask again.
+            rules, difficulty = self.options.rules, Difficulty(self.options.difficulty)
+            outputs.append(DealRequest(pending.ticket, pending.seed, rules, difficulty))
+        elif pending is not None and pending.start_at_ms is not None:
+            pending.start_at_ms += gap_ms
+            outputs.append(SetTimer(COUNTDOWN_TIMER, pending.start_at_ms))
+        self._progress_due = None  # its timer went with the old process; re-armed below
+        for pid in [*self.spectators, *self.seats]:
+            outputs += self.disconnect(pid, now_ms)
+        return outputs + self._maybe_empty(now_ms)
+
     def abort(self, now_ms: int) -> list[Output]:
         """The server is shutting down: end a running race and store it as it stands."""
         if self.race is not None and not self.race.over:

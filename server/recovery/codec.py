@@ -1,0 +1,93 @@
+"""Room inputs (:mod:`server.race.inputs`) as the log stores them: one JSON object each.
+
+``{"t": "moved", "player_id": ..., "seq": 4, ...}``: the type's name in snake
+case and its fields, with identities as ``[player_id, name, bot]``, fresh
+values as ``[seed, race_id]``, room options in their wire form and a dealt
+game whole (seed, rules, candidate, layout, winning line, par, difficulty) so
+a replay never solves a deal again.  Reconnect tokens appear only as digests.
+:func:`decode` refuses anything it does not know with :class:`LogDecodeError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from protocol.deals.dealer import DealtGame, Difficulty
+from protocol.rules.game import Deal, Rules
+from protocol.wire import codec
+from protocol.wire import messages as m
+from server.race import inputs
+from server.race.outputs import Logged
+from server.race.room_types import Fresh, Identity
+
+#: What an entry holds.
+LoggedInput = inputs.Input | inputs.Opened
+
+_TYPES: Final[tuple[type[Any], ...]] = (inputs.Opened, *inputs.Input.__args__)
+_NAMES: Final = {cls: re.sub(r"(?<!^)([A-Z])", r"_\1", cls.__name__).lower() for cls in _TYPES}
+_BY_NAME: Final = {name: cls for cls, name in _NAMES.items()}
+_OPTIONS: Final = codec.node_for(m.RoomOptions)
+
+
+class LogDecodeError(ValueError):
+    """A logged entry this code cannot read."""
+
+
+def _dealt_out(dealt: DealtGame) -> dict[str, object]:
+    deal = dealt.deal
+    return {
+        "seed": dealt.seed, "wrap": dealt.rules.wrap, "empty_waste": dealt.rules.empty_waste,
+        "candidate": dealt.candidate, "peaks": list(deal.peaks), "waste": deal.waste,
+        "stock": list(deal.stock), "solution": list(dealt.solution), "par": dealt.par,
+        "difficulty": dealt.difficulty.value,
+    }
+
+
+def _dealt_in(doc: Any) -> DealtGame:
+    rules = Rules(wrap=bool(doc["wrap"]), empty_waste=bool(doc["empty_waste"]))
+    deal = Deal(rules, tuple(doc["peaks"]), doc["waste"], tuple(doc["stock"]))
+    return DealtGame(
+        doc["seed"], rules, int(doc["candidate"]), deal, tuple(doc["solution"]), doc["par"],
+        Difficulty(doc["difficulty"]),
+    )
+
+
+#: Fields that are not plain JSON values: (to the log, from the log).
+_FIELDS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]] = {
+    "options": (lambda o: _OPTIONS.encode(o), lambda v: _OPTIONS.decode(v, "options")),
+    "host": (lambda i: [i.player_id, i.name, i.bot], lambda v: Identity(v[0], v[1], bool(v[2]))),
+    "fresh": (lambda f: [f.seed, f.race_id], lambda v: Fresh(v[0], v[1])),
+    "dealt": (_dealt_out, _dealt_in),
+    "action": (lambda a: a.value, m.MoveAction),
+    "role": (lambda r: r.value, m.Role),
+}
+_FIELDS["who"] = _FIELDS["host"]
+
+
+def encode(given: Logged) -> str:
+    """One input as the log keeps it."""
+    doc: dict[str, object] = {"t": _NAMES[type(given)]}
+    for spec in dataclasses.fields(given):  # type: ignore[arg-type]
+        value = getattr(given, spec.name)
+        convert = _FIELDS.get(spec.name)
+        doc[spec.name] = convert[0](value) if convert is not None else value
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode(text: str) -> LoggedInput:
+    """The input ``text`` holds; :class:`LogDecodeError` when it holds none."""
+    try:
+        doc = json.loads(text)
+        cls = _BY_NAME[doc.pop("t")]
+        kwargs = {}
+        for name, value in doc.items():
+            convert = _FIELDS.get(name)
+            kwargs[name] = convert[1](value) if convert is not None else value
+        given: LoggedInput = cls(**kwargs)
+    except Exception as exc:  # any malformed entry reads the same way
+        raise LogDecodeError(f"unreadable log entry {text[:80]!r}: {exc}") from exc
+    return given

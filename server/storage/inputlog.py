@@ -1,0 +1,100 @@
+"""The input log (:mod:`server.recovery.log`) in the server's own database.
+
+One row per logged input in ``room_inputs`` (migration ``0002_room_inputs``),
+keyed by room code and index.  An append is one transaction: on SQLite
+it takes the store's write lock and commits with ``synchronous=FULL`` (see
+:mod:`server.storage.sqlite`), so entries survive a power cut once
+:meth:`SqlInputLog.append` returns.  Runs off the event loop like every
+other query of :class:`~server.storage.store.RaceStore`, whose connections it
+shares.  One node owns the database, so epochs are kept but not fenced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
+
+from server.storage.store import RaceStore, StorageError
+
+metadata: Final = sa.MetaData()
+room_inputs: Final = sa.Table(
+    "room_inputs",
+    metadata,
+    sa.Column("room_code", sa.Text, primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("input_json", sa.Text, nullable=False),
+)
+
+
+class LogEntry(Protocol):
+    """An entry as this module reads it (:class:`server.recovery.log.Entry` is one)."""
+
+    @property
+    def room(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def data(self) -> str: ...
+
+
+class SqlInputLog:
+    """Rooms' input logs in ``store``'s database."""
+
+    def __init__(self, store: RaceStore) -> None:
+        self.store = store
+
+    async def append(self, entries: Sequence[LogEntry]) -> None:
+        """Insert every entry in one transaction."""
+        if not entries:
+            return
+        rows = [
+            {"room_code": e.room, "idx": e.index, "epoch": e.epoch, "input_json": e.data}
+            for e in entries
+        ]
+        try:
+            async with self.store._transaction(exclusive=True) as conn:
+                await conn.execute(room_inputs.insert(), rows)
+        except (DBAPIError, OSError) as exc:
+            reason = getattr(exc, "orig", None) or exc
+            raise StorageError(
+                f"cannot append to the input log of {self.store.url}: {reason}"
+            ) from exc
+
+    async def read(self, room: str) -> list[tuple[int, int, str]]:
+        """Room ``room``'s entries as ``(index, epoch, data)``, in index order."""
+        query = (
+            sa.select(room_inputs.c.idx, room_inputs.c.epoch, room_inputs.c.input_json)
+            .where(room_inputs.c.room_code == room)
+            .order_by(room_inputs.c.idx)
+        )
+        async with self.store._connection() as conn:
+            rows = (await conn.execute(query)).all()
+        return [(int(row.idx), int(row.epoch), str(row.input_json)) for row in rows]
+
+    async def rooms(self) -> list[str]:
+        """Every room with a log, in code order."""
+        query = sa.select(room_inputs.c.room_code).distinct().order_by(room_inputs.c.room_code)
+        async with self.store._connection() as conn:
+            return [str(row.room_code) for row in await conn.execute(query)]
+
+    async def max_epoch(self) -> int:
+        """The highest epoch any entry has (0 for an empty log)."""
+        async with self.store._connection() as conn:
+            value = (await conn.execute(sa.select(sa.func.max(room_inputs.c.epoch)))).scalar()
+        return int(value) if value is not None else 0
+
+    async def drop(self, rooms: Sequence[str]) -> None:
+        """Delete these rooms' entries in one transaction."""
+        if not rooms:
+            return
+        async with self.store._transaction(exclusive=True) as conn:
+            await conn.execute(room_inputs.delete().where(room_inputs.c.room_code.in_(list(rooms))))
