@@ -117,7 +117,7 @@ class ClusterNode:
         self._sent_sessions: dict[str, tuple[str, str]] = {}  # token -> (key, room)
         self._full = True
         self._ticks = 0
-        self._refilling = False
+        self._refill_task: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._nudged = asyncio.Event()
 
@@ -255,25 +255,27 @@ class ClusterNode:
         """Claimed codes for new rooms, each given once; more are claimed when few are left."""
         while self.pool:
             code = self.pool.popleft()
-            if len(self.pool) < POOL_LOW and not self._refilling:
+            task = self._refill_task
+            if len(self.pool) < POOL_LOW and (task is None or task.done()):
                 asyncio.get_running_loop().create_task(self._refill_quietly())
             yield code
 
     async def refill(self) -> None:
-        """Claim codes until the pool holds :data:`POOL_TARGET`."""
-        if self._refilling:
-            return
-        self._refilling = True
-        try:
-            wanted = POOL_TARGET - len(self.pool)
-            if wanted > 0:
-                taken = set(self._rooms()) | set(self.epochs)
-                candidates = list({ids.room_code(taken) for _ in range(wanted)})
-                claimed = await self.directory.claim(candidates, self.node_id, self.lease_ms)
-                self.epochs.update(claimed)
-                self.pool.extend(claimed)
-        finally:
-            self._refilling = False
+        """Claim codes until the pool holds :data:`POOL_TARGET` (one claim at a time: a
+        caller while one runs waits for that one)."""
+        task = self._refill_task
+        if task is None or task.done():
+            task = self._refill_task = asyncio.ensure_future(self._claim_more())
+        await asyncio.shield(task)
+
+    async def _claim_more(self) -> None:
+        wanted = POOL_TARGET - len(self.pool)
+        if wanted > 0:
+            taken = set(self._rooms()) | set(self.epochs)
+            candidates = list({ids.room_code(taken) for _ in range(wanted)})
+            claimed = await self.directory.claim(candidates, self.node_id, self.lease_ms)
+            self.epochs.update(claimed)
+            self.pool.extend(claimed)
 
     async def _refill_quietly(self) -> None:
         try:

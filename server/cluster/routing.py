@@ -12,7 +12,6 @@ Redis cannot be reached.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Protocol
 
@@ -29,6 +28,8 @@ from server.transport.framing import WriteBatch
 
 #: Messages one connection may send while a look-up of its runs (more: closed 1008).
 MAX_HELD: Final = 64
+#: Claims a ``create_room`` waits for, at most, while others take the codes first.
+CLAIM_TRIES: Final = 20
 #: Seconds between look-ups while a room's node is silent but its lease runs.
 SETTLE_POLL_S: Final = 0.25
 
@@ -85,6 +86,10 @@ class Router:
                 lobby.by_player.pop(session.identity.player_id, None)
                 if session.conn is not None:
                     lobby.by_conn.pop(session.conn, None)
+        for digest, session in list(lobby.restored.items()):
+            if session.room == code:
+                del lobby.restored[digest]
+                lobby.by_player.pop(session.identity.player_id, None)
         for conn in conns:
             # At once: nothing held for this room may reach them from here any more.
             conn.give_up(CloseCode.TRY_AGAIN_LATER, "the room moved to another node", linger_s=0.2)
@@ -183,8 +188,14 @@ class Router:
             return None
 
     async def _create(self, conn: Connection, create: m.CreateRoom) -> None:
-        with contextlib.suppress(RedisUnavailable):
-            await self.node.refill()
+        # Many creates at once share each claim: try until one leaves a code for this one.
+        for _ in range(CLAIM_TRIES):
+            if self.node.pool or conn.closed:
+                break
+            try:
+                await self.node.refill()
+            except RedisUnavailable:
+                break
         if conn.closed:
             return
         if not self.node.pool:

@@ -14,10 +14,11 @@ from tests.cluster.clusterutil import need
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_quick_cluster_benchmark_reports_both_modes_and_the_human_round_trip(
+def test_the_quick_cluster_benchmark_reports_both_modes_the_round_trip_and_a_takeover(
     tmp_path: Path,
 ) -> None:
     need("redis-server", "redis-server")
+    need("nginx", "nginx")
     out = tmp_path / "cluster.json"
     run = subprocess.run(
         [sys.executable, "-m", "bench.cluster", "--quick", "--out", str(out)],
@@ -27,8 +28,10 @@ def test_the_quick_cluster_benchmark_reports_both_modes_and_the_human_round_trip
     assert run.returncode == 0, run.stderr[-3000:]
     figures = json.loads(out.read_text())
     saturation = figures["saturation"]
-    assert len(saturation["moves_per_s_off"]) == len(saturation["moves_per_s_on"]) == 2
-    assert all(rate > 0 for rate in saturation["moves_per_s_off"] + saturation["moves_per_s_on"])
-    assert saturation["ratio"] > 0
+    modes = ("off", "off_postgres", "on")
+    assert all(len(saturation[f"moves_per_s_{mode}"]) == 2 for mode in modes)
+    assert all(rate > 0 for mode in modes for rate in saturation[f"moves_per_s_{mode}"])
+    assert saturation["ratio"] > 0 and saturation["ratio_to_postgres"] > 0
     assert figures["human_on"]["rtt"]["p99_ms"] is not None
-    assert "on/off ratio" in run.stdout
+    assert figures["takeover"]["runs"] == 1 and figures["takeover"]["max_s"] > 0
+    assert "on/off ratio" in run.stdout and "takeover" in run.stdout
