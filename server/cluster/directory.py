@@ -94,6 +94,7 @@ class Directory:
         self._orphans = client.register_script(scripts.ORPHANS)
         self._append = client.register_script(scripts.APPEND)
         self._drop_logs = client.register_script(scripts.DROP_LOGS)
+        self._leave_orphan = client.register_script(scripts.LEAVE_ORPHAN)
 
     @classmethod
     def connect(cls, url: str) -> Directory:
@@ -184,9 +185,15 @@ class Directory:
     async def takeover(self, code: str, node: str, lease_ms: int) -> tuple[int, str]:
         """Take room ``code`` if its lease ran out: ``(new epoch, value)``, epoch 0 if held."""
         epoch, value = await self._run(self._takeover(
-            keys=[keys.owner(code), keys.epoch(code)], args=[node, lease_ms]
+            keys=[keys.owner(code), keys.epoch(code), keys.log(code)], args=[node, lease_ms]
         ))
         return int(epoch), str(value)
+
+    async def leave_orphan(self, code: str, keep_ms: int) -> None:
+        """The janitor leaves room ``code`` for its members (its log goes in ``keep_ms``)."""
+        await self._run(self._leave_orphan(
+            keys=[keys.LEASES, keys.log(code)], args=[code, keep_ms]
+        ))
 
     # ---- input logs ---------------------------------------------------------------
     async def append(self, groups: Sequence[tuple[str, str, Sequence[tuple[int, int, str]]]]

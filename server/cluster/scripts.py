@@ -142,7 +142,7 @@ end
 return #KEYS
 """
 
-#: KEYS: owner, epoch of one room; ARGV: node id, lease ms.  Takes a room whose lease ran
+#: KEYS: owner, epoch, log of one room; ARGV: node id, lease ms.  Takes a room whose lease ran
 #: out: ``{epoch, value}``; or ``{0, value}`` when a live owner holds it.
 TAKEOVER: Final = """
 local now = redis.call('GET', KEYS[1])
@@ -153,7 +153,17 @@ local epoch = redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], 86400000)
 local value = ARGV[1] .. ':' .. epoch
 redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
+redis.call('PERSIST', KEYS[3])
 return {epoch, value}
+"""
+
+#: KEYS: the lease set, a room's log; ARGV: the code, how long its log stays (ms).  An
+#: orphan left for its members to come back to: the janitor looks no more, and the log
+#: goes once no seat in it can be reclaimed.
+LEAVE_ORPHAN: Final = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
 """
 
 #: KEYS: the node set; ARGV: the cut-off (unix ms), the key prefix.  Forgets nodes silent

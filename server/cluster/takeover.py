@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from protocol.wire.messages import Phase
 from server import logs
 from server.cluster import keys
 from server.cluster.directory import RedisUnavailable
@@ -30,6 +31,9 @@ from server.cluster.node import ClusterNode
 from server.race.room import Room
 from server.race.room_types import RoomTimings
 from server.recovery.resume import Rebuilt, ReplayError, replay
+
+#: Phases in which the janitor takes a room over without waiting for its members.
+_RACING = frozenset({Phase.COUNTDOWN, Phase.RACING})
 
 
 class Takeovers:
@@ -99,15 +103,30 @@ class Takeovers:
         return rebuilt
 
     def orphans(self, codes: tuple[str, ...], spawn: Callable[[Any], None]) -> None:
-        """The janitor found these rooms without an owner: take them over, in the
-        background."""
+        """The janitor found these rooms without an owner: take over, in the background,
+        those with a race on (a room between races waits for its members to come back:
+        the first one's ``hello`` takes it over)."""
         for code in codes:
             if code not in self._running and code not in self._rooms():
                 spawn(self._quietly(code))
 
+    async def _racing(self, code: str) -> bool:
+        """Whether room ``code``'s log ends in a countdown or a race (read, not claimed)."""
+        entries = await self.node.directory.read_log(code)
+        try:
+            rebuilt = replay([data for _i, _e, data in entries], self._timings)
+        except ReplayError:
+            rebuilt = None
+        if rebuilt is not None and rebuilt.room.phase in _RACING:
+            return True
+        # Left to its members: the log goes once no seat in it can be reclaimed.
+        await self.node.directory.leave_orphan(code, self._timings.reconnect_grace_ms)
+        return False
+
     async def _quietly(self, code: str) -> None:
         try:
-            await self.take(code)
+            if await self._racing(code):
+                await self.take(code)
         except RedisUnavailable as exc:
             logs.event("takeover_failed", level=logging.WARNING, room=code, reason=str(exc))
         except Exception:
