@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load bench-abuse screenshots clean
+.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load bench-abuse bench-cluster screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,7 @@ test-core: $(TEST_STAMP)
 screenshots: $(TEST_STAMP)
 	$(BIN)/python -m tools.screenshots docs/img
 
-bench: bench-solver bench-load bench-abuse
+bench: bench-solver bench-load bench-abuse bench-cluster
 
 bench-solver: $(TEST_STAMP)
 	$(BIN)/python -m bench.solver
@@ -57,6 +57,9 @@ bench-load: $(TEST_STAMP)
 
 bench-abuse: $(TEST_STAMP)
 	$(BIN)/python -m bench.abuse
+
+bench-cluster: $(TEST_STAMP)
+	$(BIN)/python -m bench.cluster
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

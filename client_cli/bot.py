@@ -38,13 +38,16 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode
 from protocol.wire.session import (
+    MAX_REDIRECTS,
     BadFrame,
     ClientSession,
     Event,
     Frame,
     HelloRefused,
     MoveAnswered,
+    Redirected,
     SessionState,
+    redirect_url,
 )
 
 #: Close codes after which a racing bot reconnects: the server stops or restarts.
@@ -132,6 +135,14 @@ class BotFailed(ClientError):
     """A bot could not complete its race; the message says why."""
 
 
+class _Moved(Exception):
+    """The server sent the bot to another node (``moved``)."""
+
+    def __init__(self, moved: m.Moved) -> None:
+        super().__init__(moved.url)
+        self.moved = moved
+
+
 class Bot:
     """One bot player on one socket; :meth:`run` plays a whole race."""
 
@@ -145,6 +156,8 @@ class Bot:
         rng: random.Random,
     ) -> None:
         self.url = url
+        #: The address given; :attr:`url` follows ``moved`` to the room's node (cluster mode).
+        self.home_url = url
         self.result = BotResult(name)
         self.session = ClientSession(name, bot=True, client="tripeaks-bot")
         self.strategy_name = strategy
@@ -202,6 +215,10 @@ class Bot:
             for message in await self._recv(self.settings.step_timeout_s):
                 if isinstance(message, wanted):
                     return message
+                if isinstance(message, Redirected):
+                    raise _Moved(message.moved)
+                if isinstance(message, m.Moved):
+                    raise _Moved(message)
                 if isinstance(message, HelloRefused):
                     raise BotFailed(error_text(message.error))
                 if isinstance(message, m.Error):
@@ -252,16 +269,9 @@ class Bot:
         code_ready: asyncio.Future[str] | None,
         min_players: int,
     ) -> None:
-        self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
-        await self._send_frame(self.session.hello())
-        welcome: m.Welcome = await self._expect(m.Welcome)
-        self.result.player_id = welcome.player_id
-        if create is not None:
-            await self._send(m.CreateRoom(create))
-        else:
-            assert room is not None
-            await self._send(m.Join(room))
-        state: m.RoomState = await self._expect(m.RoomState)
+        await self._connect()
+        request = m.CreateRoom(create) if create is not None else m.Join(room or "")
+        state = await self._enter(request)
         self.room_state = state
         if code_ready is not None:
             code_ready.set_result(state.code)
@@ -275,6 +285,36 @@ class Bot:
             await self._send(m.Rematch())
             self._next_race()
             await self._loop(host=host, min_players=min_players)
+
+    async def _connect(self) -> m.Welcome:
+        """Open a socket and say hello, following ``moved`` to another node (cluster mode)."""
+        for _ in range(MAX_REDIRECTS + 1):
+            if self.ws is not None:
+                await self.ws.close()
+            self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+            await self._send_frame(self.session.hello())
+            try:
+                welcome: m.Welcome = await self._expect(m.Welcome)
+            except _Moved as moved:
+                self.url = redirect_url(self.url, moved.moved.url)
+                continue
+            self.result.player_id = welcome.player_id
+            return welcome
+        raise BotFailed("the servers sent this bot from node to node too many times")
+
+    async def _enter(self, request: m.CreateRoom | m.Join) -> m.RoomState:
+        """Create or join the room; a ``moved`` answer is followed to the room's node."""
+        for _ in range(MAX_REDIRECTS + 1):
+            await self._send(request)
+            try:
+                state: m.RoomState = await self._expect(m.RoomState)
+            except _Moved as moved:
+                self.url = redirect_url(self.url, moved.moved.url)
+                self.session.connection_lost()
+                await self._connect()
+                continue
+            return state
+        raise BotFailed("the servers sent this bot from node to node too many times")
 
     def _next_race(self) -> None:
         self.race_over, self.board = None, None
@@ -300,15 +340,13 @@ class Bot:
             if time.monotonic() > deadline:
                 raise BotFailed(f"lost the server and could not reconnect: {why}")
             await asyncio.sleep(RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)])
-            if self.ws is not None:
-                await self.ws.close()
             try:
-                self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
-                await self._send_frame(self.session.hello())
-                welcome: m.Welcome = await self._expect(m.Welcome)
+                welcome = await self._connect()
             except (ClientError, websockets.ConnectionClosed, OSError, TimeoutError):
                 if self.session.state is SessionState.HELLO_SENT:
                     self.session.connection_lost()
+                # The node the seat was on may be gone (cluster mode): start where we began.
+                self.url = self.home_url
                 continue
             if not welcome.resumed:
                 raise BotFailed("the server no longer had this bot's seat")

@@ -34,6 +34,7 @@ from protocol.wire.session import (
     Frame,
     HelloRefused,
     MoveAnswered,
+    Redirected,
 )
 
 #: Seconds between reconnection attempts: doubling, then staying at the last value.
@@ -182,6 +183,7 @@ class GameClient:
         self._closing = False
         self._syncing = False
         self._connected = asyncio.Event()
+        self._join_role = m.Role.PLAYER
 
     # ---- listener ------------------------------------------------------
     def _tell(self, event: str, detail: object = None) -> None:
@@ -222,7 +224,10 @@ class GameClient:
             try:
                 while not self._closing:
                     for event in await self.link.receive():
-                        self._on_event(event)
+                        if isinstance(event, m.Moved):
+                            await self._follow(event)
+                        else:
+                            self._on_event(event)
             except ConnectionLost as exc:
                 if self._closing:
                     break
@@ -241,6 +246,16 @@ class GameClient:
                     return
         self._set_connection("closed")
 
+    async def _follow(self, moved: m.Moved) -> None:
+        """The room is on another node (cluster mode): go there and ask again."""
+        self.link.move_to(moved.url)
+        self._tell("moved", moved.url)
+        welcome = await self.link.open()
+        self.state.player_id = welcome.player_id
+        self._tell("welcome", welcome)
+        if moved.ref == m.Join.TAG and moved.code is not None:
+            await self.send(m.Join(moved.code, self._join_role))
+
     async def _reconnect(self, why: str) -> bool:
         self._connected.clear()
         self._set_connection("reconnecting")
@@ -254,8 +269,12 @@ class GameClient:
                 welcome = await self.link.open()
             except ServerRefused as exc:
                 self._tell("error", str(exc))
+                if exc.code == ErrorCode.CLUSTER_UNAVAILABLE:
+                    continue  # the cluster's directory is back in a few seconds
                 return False
             except ClientError:
+                # The node this seat was on may be gone: start again where we began.
+                self.link.url = self.link.home_url
                 continue
             self.state.player_id = welcome.player_id
             self._set_connection("online")
@@ -313,7 +332,7 @@ class GameClient:
 
     async def join(self, code: str, spectate: bool = False) -> None:
         """Join room ``code`` as a player, or as a spectator."""
-        role = m.Role.SPECTATOR if spectate else m.Role.PLAYER
+        role = self._join_role = m.Role.SPECTATOR if spectate else m.Role.PLAYER
         await self.send(m.Join(code.strip().upper(), role))
 
     async def ready(self, ready: bool = True) -> None:
@@ -368,6 +387,8 @@ class GameClient:
             raise unreadable(event)
         elif isinstance(event, HelloRefused):
             self.handle(event.error)
+        elif isinstance(event, Redirected):
+            self.link.move_to(event.moved.url)
         else:
             self.handle(event)
 

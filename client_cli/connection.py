@@ -26,29 +26,61 @@ from client_cli.net import (
 from protocol.rules.game import DRAW
 from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.session import BadFrame, ClientSession, Event, Frame, HelloRefused, SessionState
+from protocol.wire.session import (
+    MAX_REDIRECTS,
+    BadFrame,
+    ClientSession,
+    Event,
+    Frame,
+    HelloRefused,
+    Redirected,
+    SessionState,
+    redirect_url,
+)
 
 OPEN_TIMEOUT_S: Final = 10.0
 _CONNECTED: Final = (SessionState.HELLO_SENT, SessionState.READY)
 
 
 class Connection:
-    """One connection at a time for ``session``: ``open`` says hello, then frames go both ways."""
+    """One connection at a time for ``session``: ``open`` says hello, then frames go both ways.
+
+    In a cluster the socket may be on another node than the one first asked
+    (:attr:`home_url`, usually nginx's ``/ws``): a ``moved`` sends :attr:`url` there.
+    """
 
     def __init__(self, url: str, session: ClientSession) -> None:
         self.url = url
+        #: The address given: where to start again when the node at :attr:`url` is gone.
+        self.home_url = url
         self.session = session
         self.ws: ClientConnection | None = None
 
     async def open(self) -> m.Welcome:
-        """Connect and say hello (with the reconnect token if there is one)."""
+        """Connect and say hello (with the reconnect token if there is one), following
+        ``moved`` to the node that holds the seat."""
+        for _ in range(MAX_REDIRECTS + 1):
+            await self.close()
+            self.ws = await open_socket(self.url, self.session.encoding)
+            await self.write(self.session.hello())
+            moved = await self._welcome()
+            if isinstance(moved, m.Welcome):
+                return moved
+            self.url = redirect_url(self.url, moved.url)
         await self.close()
-        self.ws = await open_socket(self.url, self.session.encoding)
-        await self.write(self.session.hello())
+        raise ClientError("the servers sent this client from node to node too many times")
+
+    def move_to(self, target: str) -> None:
+        """Use the node at ``target`` (a ``moved`` URL) from the next :meth:`open` on."""
+        self.url = redirect_url(self.url, target)
+
+    async def _welcome(self) -> m.Welcome | m.Moved:
         while True:
             for event in await self.receive():
                 if isinstance(event, m.Welcome):
                     return event
+                if isinstance(event, Redirected):
+                    return event.moved
                 if isinstance(event, HelloRefused):
                     await self.close()
                     raise ServerRefused(event.error)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+import socket
 import sys
 from collections.abc import Callable, Sequence
 
@@ -33,7 +34,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int:
     """Run the server until ``stop`` is set or a termination signal arrives."""
     # Imported late: parse errors need no aiohttp.
-    from server.app import create_app
+    from server.app import create_app, start_cluster
     from server.storage.store import DatabaseNotWritableError
     from server.transport.httpguard import GuardedRunner
 
@@ -67,6 +68,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     _tune_gc()
     addresses = runner.addresses  # the bound sockets' addresses: port 0 names a free port
     port = addresses[0][1] if addresses else settings.port
+    start_cluster(app, f"ws://{_reachable(settings.host)}:{port}/ws")
     logs.event(
         "server_started",
         host=settings.host,
@@ -79,6 +81,13 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     await runner.cleanup()
     logs.event("server_stopped")
     return 0
+
+
+def _reachable(host: str) -> str:
+    """A name clients can use for ``host`` (a wildcard address names this machine)."""
+    if host in ("", "0.0.0.0", "::"):
+        return socket.gethostname()
+    return f"[{host}]" if ":" in host else host
 
 
 def _tune_gc() -> None:

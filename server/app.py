@@ -21,7 +21,7 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Final, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from aiohttp import web
 
@@ -44,6 +44,11 @@ from server.transport.connection import Connection, Transport
 from server.transport.direct import DirectResponse
 from server.web import add_web_routes
 
+if TYPE_CHECKING:
+    from server.cluster.node import ClusterNode
+    from server.cluster.redislog import RedisInputLog
+    from server.cluster.routing import Router
+
 SETTINGS: Final = web.AppKey("settings", Settings)
 HUB: Final = web.AppKey("hub", Hub)
 STORE: Final = web.AppKey("store", RaceStore)
@@ -52,6 +57,7 @@ _EXECUTOR: Final = web.AppKey("executor", concurrent.futures.Executor)
 _CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
 _HTTP_LIMITER: Final = web.AppKey("http_limiter", AddressLimiter)
 _PROXIES: Final = web.AppKey[tuple[IPNetwork, ...]]("trusted_proxies")
+CLUSTER: Final[web.AppKey[Router]] = web.AppKey("cluster")
 
 _RACE_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 MAX_LIST_LIMIT: Final = 100
@@ -137,16 +143,27 @@ def create_app(
             app[STORE] = await _open_store(settings)
         own_executor = executor is None
         app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
-        log = SqlInputLog(app[STORE])
-        journal = Journal(log, await log.max_epoch() + 1)
+        if settings.cluster:
+            node, cluster_log = _cluster_node(settings, app)
+            journal = Journal(cluster_log, 1)  # each room is fenced by its own lease's epoch
+        else:
+            log = SqlInputLog(app[STORE])
+            journal = Journal(log, await log.max_epoch() + 1)
         app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
         await _replay(app[HUB])
         app[HUB].start()
-        await _resume(app[HUB], log)
+        if settings.cluster:
+            # No rooms are taken back at start: a room whose lease ran out is taken over
+            # by whichever node a client (or the janitor) reaches first.
+            app[CLUSTER] = _wire_cluster(node, cluster_log, app[HUB])
+        else:
+            await _resume(app[HUB], log)
         logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
         try:
             yield
         finally:
+            if CLUSTER in app:
+                await app[CLUSTER].node.stop()
             if not app[_EXTERNAL_STORE]:
                 await app[STORE].close()
             if own_executor:
@@ -165,6 +182,52 @@ def create_app(
     add_player_routes(app, lambda app: app[STORE])
     add_web_routes(app)
     return app
+
+
+def _cluster_node(
+    settings: Settings, app: web.Application
+) -> tuple[ClusterNode, RedisInputLog]:
+    """Cluster mode's node and input log (the hub comes next); the node starts once its
+    URL is known (:func:`start_cluster`).  Imported here: an embedded server never loads
+    Redis."""
+    from server.cluster.directory import Directory
+    from server.cluster.node import ClusterNode, random_node_id
+    from server.cluster.redislog import RedisInputLog
+
+    node = ClusterNode(
+        Directory.connect(settings.redis_url), settings.node_id or random_node_id(),
+        settings.lease_s, lambda: app[HUB].lobby.rooms, lambda: app[HUB].lobby.sessions,
+        lambda: app[HUB].now_ms(),
+    )
+    return node, RedisInputLog(node)
+
+
+def _wire_cluster(node: ClusterNode, log: RedisInputLog, hub: Hub) -> Router:
+    """The router and the takeovers, wired to the hub and the log."""
+    from server.cluster.routing import Router
+    from server.cluster.takeover import Takeovers
+
+    takeovers = Takeovers(node, lambda: hub.lobby.rooms, hub.timings, hub.restore)
+    hub.cluster = Router(node, hub, takeovers)
+    log.on_fenced = hub.cluster.fenced
+    node.after_tick = log.repair
+    return hub.cluster
+
+
+def start_cluster(app: web.Application, url: str) -> None:
+    """Start cluster mode's periodic work, telling clients to reach this node at ``url``
+    (``--node-url`` when set).  Nothing happens when embedded."""
+    if CLUSTER in app:
+        settings = app[SETTINGS]
+        node = app[CLUSTER].node
+        node.start(settings.node_url or url)
+        logs.event("cluster_started", node=node.node_id, url=node.url,
+                   redis=_redacted(settings.redis_url), lease_s=settings.lease_s)
+
+
+def _redacted(url: str) -> str:
+    """A Redis URL without its password."""
+    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
 
 
 async def _open_store(settings: Settings) -> RaceStore:
@@ -220,7 +283,9 @@ async def handle_health(request: web.Request) -> web.Response:
     ``degraded`` (still 200) while results wait for the database."""
     hub = request.app[HUB]
     problem = hub.writer.problem
-    status = "closing" if hub.closing else "degraded" if problem else "ok"
+    cluster = hub.cluster.node if hub.cluster is not None else None
+    degraded = problem or (cluster is not None and cluster.problem)
+    status = "closing" if hub.closing else "degraded" if degraded else "ok"
     body: dict[str, object] = {
         "status": status, "rooms": len(hub.rooms), "connections": len(hub.connections)
     }
@@ -229,6 +294,12 @@ async def handle_health(request: web.Request) -> web.Response:
             "reason": problem,
             "waiting": hub.writer.waiting,
             "fallback_file": _fallback_file(hub),
+        }
+    if cluster is not None:
+        body["cluster"] = {
+            "node": cluster.node_id, "url": cluster.url,
+            "redis": "unavailable" if cluster.problem else "ok",
+            **({"reason": cluster.problem} if cluster.problem else {}),
         }
     if hub.journal is not None and hub.journal.problem:
         # Races go on; only rooms whose inputs could not be logged cannot be resumed.

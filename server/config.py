@@ -13,11 +13,15 @@ import argparse
 import dataclasses
 import ipaddress
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 ENV_PREFIX: Final = "TRIPEAKS_"
+_NODE_ID: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+#: A WebSocket URL, or an absolute path on the address the client already uses.
+_NODE_URL: Final = re.compile(r"(wss?://[^\s/?#]+)?/[^\s?#]{0,150}")
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -90,6 +94,20 @@ class Settings:
     deals_ahead: int = field(default=16, metadata=_doc("deals prepared ahead per rule set"))
     max_race_s: float = field(default=3600.0, metadata=_doc("cap on a race without a limit"))
     shutdown_timeout_s: float = field(default=10.0, metadata=_doc("time to flush on SIGTERM"))
+    redis_url: str = field(
+        default="",
+        metadata=_doc("redis://HOST:PORT/DB or unix:///PATH: cluster mode (needs a PostgreSQL db)"),
+    )
+    node_id: str = field(
+        default="", metadata=_doc("this node's name in cluster mode (a-z, 0-9, -); empty: random")
+    )
+    node_url: str = field(
+        default="",
+        metadata=_doc("where clients reach this node: ws://HOST:PORT/ws or a path like /n/a/ws"),
+    )
+    lease_s: float = field(
+        default=6.0, metadata=_doc("cluster mode: silence before a node's rooms are taken over")
+    )
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -111,6 +129,37 @@ class Settings:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be positive")
         self.proxy_networks()  # validates the list
+        self._check_cluster()
+
+    @property
+    def cluster(self) -> bool:
+        """True in cluster mode (a Redis URL is set)."""
+        return bool(self.redis_url)
+
+    def _check_cluster(self) -> None:
+        if self.node_id and not _NODE_ID.fullmatch(self.node_id):
+            raise SettingsError(
+                "node_id must be 1 to 32 of a-z, 0-9 and '-' (it goes in URLs), "
+                f"not {self.node_id!r}"
+            )
+        if self.node_url and not _NODE_URL.fullmatch(self.node_url):
+            raise SettingsError(
+                "node_url must be ws://HOST:PORT/PATH, wss://HOST/PATH or a path such as "
+                f"/n/a/ws, not {self.node_url!r}"
+            )
+        if not self.redis_url:
+            return
+        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise SettingsError(
+                f"redis_url must start with redis://, rediss:// or unix://, not {self.redis_url!r}"
+            )
+        if not self.db.startswith(("postgresql:", "postgres:", "postgresql+asyncpg:")):
+            raise SettingsError(
+                "cluster mode (redis_url) needs a PostgreSQL db shared by every node "
+                "(--db postgresql://USER@HOST/DBNAME): a SQLite file belongs to one node"
+            )
+        if self.lease_s < 1:
+            raise SettingsError(f"lease_s must be at least 1 s, got {self.lease_s}")
 
     def proxy_networks(self) -> tuple[IPNetwork, ...]:
         """The trusted proxy networks, parsed."""
@@ -149,7 +198,7 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings
 
 
 def _metavar(name: str) -> str:
-    if name == "db":
+    if name in ("db", "redis_url", "node_url"):
         return "URL"
     return "SECONDS" if name.endswith("_s") else name.upper()
 

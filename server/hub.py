@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.deals.dealer import DealtGame, Difficulty
 from protocol.rules.game import Rules
@@ -80,6 +80,9 @@ from server.transport.framing import WriteBatch
 from server.transport.heartbeat import keep_alive
 from server.turns import TurnSlots
 
+if TYPE_CHECKING:  # cluster mode only: embedded servers never load Redis
+    from server.cluster.routing import Router
+
 _FEED_TIMER: Final = "__feed__"
 _MOVE_TAG: Final = m.MoveRequest.TAG
 _SAMPLE: Final = Metrics.MOVE_SAMPLE
@@ -107,6 +110,8 @@ class RoomHandle:
     tick: list[m.ServerMessage] = field(default_factory=list)
     #: The spectators that did not ask, while ``tick`` holds anything.
     tick_old: list[Connection] = field(default_factory=list)
+    #: Another node holds the room now (cluster mode): nothing of it may go out from here.
+    fenced: bool = False
 
 
 def _fresh() -> Fresh:
@@ -212,6 +217,8 @@ class Hub:
             ToSpectators: self._to_spectators, Snapshot: self._snapshot,
         }
         self._lobby_outputs = self._lobby_output_table()
+        #: Cluster mode's router (:mod:`server.cluster.routing`); None when embedded.
+        self.cluster: Router | None = None
 
     def start(self) -> None:
         """Warm up: fill the deal queue for the default rules; start the heartbeat and
@@ -240,7 +247,10 @@ class Hub:
 
     def room_listing(self) -> RoomListing:
         """The public rooms (newest first, at most 100), encoded once until one changes."""
-        rooms = tuple(self.lobby.public_rooms())
+        if self.cluster is not None:
+            rooms = self.cluster.node.listing(self.lobby.rooms)
+        else:
+            rooms = tuple(self.lobby.public_rooms())
         if rooms != self._listing.rooms:
             self._listing = RoomListing(rooms)
         return self._listing
@@ -376,8 +386,13 @@ class Hub:
     def _save(self, handle: RoomHandle, out: SaveRace) -> None:
         journal = self.journal
         if journal is not None and journal.holding:
-            journal.hold(functools.partial(self._save_race, handle, out))
+            journal.hold(functools.partial(self._save_held, handle, out))
         else:
+            self._save_held(handle, out)
+
+    def _save_held(self, handle: RoomHandle, out: SaveRace) -> None:
+        # A room another node took over meanwhile stores nothing: its log is the other's.
+        if not handle.fenced:
             self._save_race(handle, out)
 
     def restore(self, rebuilt: Rebuilt) -> None:
@@ -554,6 +569,18 @@ class Hub:
         except Exception:
             logs.failure("timer_failed", room=handle.room.code, timer=name)
 
+    def drop_room(self, code: str) -> list[Connection]:
+        """Forget room ``code`` without ending its race: another node holds it now (cluster
+        mode).  Its members' connections are returned, to be sent there."""
+        handle = self.handles.get(code)
+        if handle is None:
+            return []
+        room = handle.room
+        conns = self._conns([*room.seats, *room.spectators])
+        handle.fenced = True
+        self._forget_room(handle)
+        return conns
+
     def _forget_room(self, handle: RoomHandle) -> None:
         for timer in handle.timers.values():
             timer.cancel()
@@ -702,6 +729,8 @@ class Hub:
         self.connections.pop(conn, None)
         self.held.pop(conn, None)
         self._ticking.discard(conn)
+        if self.cluster is not None:
+            self.cluster.forget(conn)
         self.apply(conn, self.lobby.connection_lost(conn, self.now_ms()))
 
     # ---- the move fast path ----------------------------------------------------------
@@ -778,6 +807,8 @@ class Hub:
             if not held.add(message):
                 self.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG)
             return None
+        if self.cluster is not None and self.cluster.holds(conn, message):
+            return None
         refusal = self.lobby.refusal(conn, message.TAG)
         seq = message.seq if isinstance(message, m.MoveRequest) else None
         if refusal is not None:
@@ -801,18 +832,36 @@ class Hub:
             m.Hello: self._hello,
             m.Ping: lambda conn, msg, now: self.reply(conn, m.Pong(msg.client_time_ms, now)),
             m.ListRooms: self._list_rooms,
-            m.CreateRoom: lambda conn, msg, now: self.apply(
-                conn, lobby.create_room(conn, msg.options, iter(ids.room_code, ""), now)
-            ),
+            m.CreateRoom: self._create,
             m.Join: self._join,
             m.Sync: lambda conn, msg, now: self.apply(conn, lobby.sync(conn, now)),
             m.MoveRequest: self._move,
         }
 
+    def _create(self, conn: Connection, create: m.CreateRoom, now: int) -> None:
+        if self.cluster is None or not self.cluster.create(conn, create):
+            self.create_here(conn, create, now)
+
+    def create_here(self, conn: Connection, create: m.CreateRoom, now: int) -> None:
+        """``create_room`` on this node (in cluster mode, under a code claimed cluster-wide)."""
+        codes = self.cluster.node.codes() if self.cluster else iter(ids.room_code, "")
+        self.apply(conn, self.lobby.create_room(conn, create.options, codes, now))
+        if self.cluster is not None:
+            self.cluster.node.nudge()
+
     def _join(self, conn: Connection, join: m.Join, now: int) -> CloseCode | None:
-        """A ``join``; one that names no room spends the address's failed-join credit."""
+        code = ids.normalize_room_code(join.code)
+        if self.cluster is not None and self.cluster.join(conn, join, code):
+            return None
+        return self.join_here(conn, join, code, now)
+
+    def join_here(self, conn: Connection, join: m.Join, code: str, now: int) -> CloseCode | None:
+        """A ``join`` of room ``code`` on this node; one that names no room spends the
+        address's failed-join credit."""
         try:
-            self.apply(conn, self.lobby.join(conn, join, ids.normalize_room_code(join.code), now))
+            self.apply(conn, self.lobby.join(conn, join, code, now))
+            if self.cluster is not None:
+                self.cluster.node.nudge()
         except ProtocolError as exc:
             if exc.code is not ErrorCode.ROOM_NOT_FOUND or self.join_failures.allow(
                 conn.address, now
@@ -836,6 +885,12 @@ class Hub:
         self.metrics.hot.frames_sent += 1
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
+        if self.cluster is None or not self.cluster.hello(conn, hello):
+            self.hello_here(conn, hello, now)
+
+    def hello_here(self, conn: Connection, hello: m.Hello, now: int) -> None:
+        """``hello`` answered by this node: a session resumed here, or a new one once its
+        name is checked against the claims (:mod:`server.claims`)."""
         if hello.token is not None and hello.token in self.lobby.sessions:
             self._welcome(conn, hello, None, now)  # resumed: the session proved its name
             return

@@ -132,6 +132,7 @@ def example_messages() -> list[Any]:
         m.RoomList((m.RoomSummary("K7QXMP", m.Phase.LOBBY, 2, 1, options),)),
         m.Left("K7QXMP", m.LeftReason.KICKED),
         m.Closing(int(CloseCode.GOING_AWAY), CLOSE_TEXT[CloseCode.GOING_AWAY]),
+        m.Moved("/n/b/ws", "join", "K7QXMP"),
     ]
 
 

@@ -115,6 +115,9 @@ SUMMARIES: Final[dict[str, str]] = {
     "RoomList": "Answer to `list_rooms`: the public rooms, at most 100.",
     "Left": "You are no longer in room `code`.",
     "Closing": "Sent just before the server closes the connection with close code `code`.",
+    "Moved": "Cluster mode only: the room (for a `join`) or the seat (for a `hello` with a "
+    "token) lives on another node. Nothing changed here. Open a new connection to `url`, say "
+    "`hello` with your token there and send `ref` again (see \"More than one node\").",
     # nested
     "RoomOptions": "Everything the host chooses. Every field has a default and may be left "
     "out.",
@@ -248,6 +251,10 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Left", "reason"): "you left, were kicked, or the room closed",
     ("Closing", "code"): "the close code that follows",
     ("Closing", "reason"): "human-readable reason",
+    ("Moved", "url"): "the node to connect to: `ws://` or `wss://` URL, or a path on the "
+    "address you used",
+    ("Moved", "ref"): "the message to send again there: `hello` or `join`",
+    ("Moved", "code"): "the room that lives there, when known",
     ("RoomOptions", "name"): "room name shown in lists",
     ("RoomOptions", "public"): "listed in `room_list` and `GET /api/rooms`",
     ("RoomOptions", "max_players"): "seats",

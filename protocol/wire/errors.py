@@ -75,6 +75,7 @@ class ErrorCode(enum.IntEnum):
     INTERNAL_ERROR = 200
     SERVER_BUSY = 201
     SHUTTING_DOWN = 202
+    CLUSTER_UNAVAILABLE = 203
 
 
 ERROR_TEXT: Final[dict[ErrorCode, str]] = {
@@ -127,6 +128,8 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.INTERNAL_ERROR: "internal server error",
     ErrorCode.SERVER_BUSY: "the server is busy; try again later",
     ErrorCode.SHUTTING_DOWN: "the server is shutting down",
+    ErrorCode.CLUSTER_UNAVAILABLE: "this node cannot reach the cluster's directory (Redis) now; "
+    "rooms on this node go on, try again in a few seconds",
 }
 
 

@@ -562,9 +562,20 @@ class Closing:
     reason: Annotated[str, Text(1, 120)]
 
 
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """What ``ref`` asked for lives on another node: connect to ``url`` and ask there."""
+
+    TAG: ClassVar[str] = "moved"
+    url: Annotated[str, Text(1, 200)]
+    ref: Annotated[str, Text(1, 32)]
+    code: RoomCode | None = None
+
+
 ServerMessage = (
     Welcome | RoomState | Countdown | RaceStart | MoveResult | Progress | Finish | RaceOver
     | SpectatorBoard | SpectatorUpdate | Resync | Error | Pong | RoomList | Left | Closing
+    | Moved
 )
 
 CLIENT_MESSAGES: Final[dict[str, type[ClientMessage]]] = {
@@ -578,6 +589,6 @@ SERVER_MESSAGES: Final[dict[str, type[ServerMessage]]] = {
     cls.TAG: cls
     for cls in (
         Welcome, RoomState, Countdown, RaceStart, MoveResult, Progress, Finish, RaceOver,
-        SpectatorBoard, SpectatorUpdate, Resync, Error, Pong, RoomList, Left, Closing,
+        SpectatorBoard, SpectatorUpdate, Resync, Error, Pong, RoomList, Left, Closing, Moved,
     )
 }

@@ -9,7 +9,7 @@ client, the plain mode and the bots drive it from thin asyncio loops::
     session = ClientSession("ann")
     await ws.send(session.hello())
     for event in session.receive(await ws.recv()):
-        ...  # a ServerMessage, or MoveAnswered, HelloRefused, BadFrame
+        ...  # a ServerMessage, or MoveAnswered, HelloRefused, Redirected, BadFrame
     seq, frame = session.move(m.MoveAction.DRAW)
     await ws.send(frame)
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, NamedTuple
@@ -77,13 +78,33 @@ class HelloRefused:
 
 
 @dataclass(frozen=True, slots=True)
+class Redirected:
+    """The server answered ``hello`` with ``moved``: the seat is on another node, at
+    :func:`redirect_url`; the session is disconnected, ready to say ``hello`` there."""
+
+    moved: m.Moved
+
+
+@dataclass(frozen=True, slots=True)
 class BadFrame:
     """A frame that does not decode; the frame is dropped and the session goes on."""
 
     error: ProtocolError
 
 
-Event = m.ServerMessage | MoveAnswered | HelloRefused | BadFrame
+Event = m.ServerMessage | MoveAnswered | HelloRefused | Redirected | BadFrame
+
+#: ``moved`` answers followed in a row before a client gives up (a loop of nodes is a bug).
+MAX_REDIRECTS: Final = 3
+
+
+def redirect_url(current: str, target: str) -> str:
+    """Where a ``moved`` sends a client connected to ``current``: ``target`` itself when it
+    is a ``ws://`` or ``wss://`` URL, else that path on ``current``'s scheme and host."""
+    if target.startswith(("ws://", "wss://")):
+        return target
+    parts = urllib.parse.urlsplit(current)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, target, "", ""))
 
 _LIVE: Final = frozenset({SessionState.HELLO_SENT, SessionState.READY, SessionState.DISCONNECTED})
 
@@ -231,6 +252,9 @@ class ClientSession:
         elif isinstance(message, m.Error):
             self.state = SessionState.DISCONNECTED
             return HelloRefused(message)
+        elif isinstance(message, m.Moved):
+            self.state = SessionState.DISCONNECTED
+            return Redirected(message)
         return message
 
     def _on_message(self, message: m.ServerMessage) -> Event:

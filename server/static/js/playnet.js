@@ -23,6 +23,12 @@ export class PlayConnection extends Connection {
     return this.session.hello();
   }
 
+  follow(moved) {
+    // The seat or room is on another node: say hello there with the same token.
+    if ([State.HELLO_SENT, State.READY].includes(this.session.state)) this.session.connectionLost();
+    super.follow(moved);
+  }
+
   closed(socket, event) {
     if (socket !== this.socket) return;
     if ([State.HELLO_SENT, State.READY].includes(this.session.state)) this.session.connectionLost();

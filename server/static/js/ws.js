@@ -1,12 +1,16 @@
 // The WebSocket connection on the JSON subprotocol (docs/protocol.md):
 // hello, then whatever the page asks for; messages are dispatched by their
 // "t" tag. A dropped connection is retried with growing pauses, and the page
-// is told so it can show the state and join again.
+// is told so it can show the state and join again. In a cluster, "moved"
+// sends the connection to the node that holds the room: the page's onOpen
+// then says again what it wanted (its join) there.
 
 export const SUBPROTOCOL = "tripeaks.v1.json";
 export const PROTOCOL_VERSION = 1;
 const PING_EVERY_MS = 15000;
 export const RETRY_MS = [500, 1000, 2000, 4000, 8000];
+// "moved" answers followed in a row before giving up (a loop of nodes is a bug).
+const MAX_REDIRECTS = 3;
 
 export const CLOSE_TEXT = {
   1000: "the connection was closed",
@@ -39,6 +43,8 @@ export class Connection {
     this.name = name;
     this.handlers = handlers;
     this.url = url;
+    this.homeUrl = url; // where to start again when the node at this.url is gone
+    this.redirects = 0;
     this.socket = null;
     this.attempt = 0;
     this.stopped = false;
@@ -102,6 +108,11 @@ export class Connection {
       return;
     }
     if (!message || typeof message.t !== "string") return;
+    if (message.t === "moved") {
+      this.follow(message);
+      return;
+    }
+    if (message.t === "room_state") this.redirects = 0;
     if (message.t === "welcome") {
       this.attempt = 0;
       clearInterval(this.pingTimer);
@@ -121,11 +132,27 @@ export class Connection {
     this.handlers.onMessage?.(message);
   }
 
+  /** Go to the node a "moved" names (a ws:// URL, or a path on this address). */
+  follow(moved) {
+    this.redirects += 1;
+    const old = this.socket;
+    this.socket = null; // its close event is not a drop
+    clearInterval(this.pingTimer);
+    if (old) old.close(1000, "moved");
+    if (this.redirects > MAX_REDIRECTS) {
+      this.status("The servers sent this page from node to node too many times.", "error");
+      return;
+    }
+    this.url = new URL(moved.url, this.url).href;
+    this.open();
+  }
+
   closed(socket, event) {
     if (socket !== this.socket) return;
     clearInterval(this.pingTimer);
     this.socket = null;
     if (this.stopped) return;
+    this.url = this.homeUrl; // the node may be gone: any node finds the room again
     const why = CLOSE_TEXT[event.code] ?? `the connection closed (code ${event.code})`;
     if (event.code === 4000 || event.code === 4005) {
       this.status(`Cannot watch: ${why}.`, "error");
