@@ -67,6 +67,10 @@ class ErrorCode(enum.IntEnum):
     BAD_SEED = 116
     ALREADY_RACING = 117
     KICKED = 118
+    DAILY_PLAYED = 130
+    DAILY_SOLO = 131
+    GHOST_UNAVAILABLE = 132
+    DAILY_UNAVAILABLE = 133
 
     # -- server failures -------------------------------------------------
     INTERNAL_ERROR = 200
@@ -116,6 +120,13 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.ALREADY_RACING: "that player is racing in this room and cannot spectate it",
     ErrorCode.KICKED: "the host removed you from this room; you may take a seat again once "
     "its next race has started",
+    ErrorCode.DAILY_PLAYED: "you have played today's daily deal already; it opens again tomorrow "
+    "(UTC)",
+    ErrorCode.DAILY_SOLO: "a daily attempt is solo and fixed: nobody can join it, its options "
+    "cannot change and it has no rematch",
+    ErrorCode.GHOST_UNAVAILABLE: "that run cannot be raced: no stored race has that player, or "
+    "it is a daily attempt whose day is not over",
+    ErrorCode.DAILY_UNAVAILABLE: "the daily deal cannot be dealt right now; try again shortly",
     ErrorCode.INTERNAL_ERROR: "internal server error",
     ErrorCode.SERVER_BUSY: "the server is busy; try again later",
     ErrorCode.SHUTTING_DOWN: "the server is shutting down",
