@@ -30,12 +30,16 @@ from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
+from protocol.wire.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
 from protocol.wire.fast import REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
+from server.daily import DailyPlayed, DailyService
+from server.ghosts import load_runs
 from server.metrics import Metrics
+from server.race.daily import day_end_ms, day_of
+from server.race.ghost import GhostError
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
@@ -44,6 +48,7 @@ from server.race.outputs import (
     DealRequest,
     Detach,
     InRoom,
+    LoadGhosts,
     LobbyOutput,
     Output,
     RaceBegan,
@@ -161,6 +166,8 @@ class Hub:
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
+        #: The daily deal (its clock is this hub's).
+        self.daily = DailyService(store, self._deal_in_pool, self.now_ms)
         self._calls = self._message_table()
         self._room_outputs = self._room_output_table()
         self._frames: dict[type[Any], Callable[[RoomHandle, Any], None]] = {
@@ -174,6 +181,7 @@ class Hub:
         the result writer."""
         self.writer.start()
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
+        self.spawn(self._warm_daily())
         if self.settings.heartbeat_s > 0:
             self.spawn(keep_alive(lambda: self.connections, self.now_ms, self.settings.heartbeat_s))
 
@@ -181,6 +189,11 @@ class Hub:
     def now_ms(self) -> int:
         """Unix time in ms, driven by the loop's monotonic clock."""
         return int(self._loop.time() * 1000 + self._clock_offset_ms)
+
+    def shift_clock(self, ms: int) -> None:
+        """Move this hub's clock by ``ms`` (tests cross midnight without sleeping); timers
+        already set fire at the same moment of the loop's clock."""
+        self._clock_offset_ms += ms
 
     @property
     def rooms(self) -> Mapping[str, Room]:
@@ -303,6 +316,7 @@ class Hub:
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
+            LoadGhosts: lambda handle, out: self.spawn(self._load_ghosts(handle, out)),
             SaveRace: lambda handle, out: self.storing.save(handle, out.record),
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
@@ -404,7 +418,10 @@ class Hub:
 
     # ---- dealing -----------------------------------------------------------------
     async def _deal(self, handle: RoomHandle, request: DealRequest) -> None:
-        practice = handle.room.options.practice_seed is not None
+        if request.daily:
+            await self._deal_daily(handle, request)
+            return
+        practice = request.chosen
         dealt: DealtGame | None = None
         key = (request.rules, request.difficulty)
         started = time.perf_counter()
@@ -426,6 +443,56 @@ class Hub:
             self._prepare_ahead(key)
         if not handle.room.closed and not self.closing:
             self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
+
+    async def _deal_daily(self, handle: RoomHandle, request: DealRequest) -> None:
+        """A daily attempt: registered in the store first, then dealt the day's deal."""
+        room = handle.room
+        seat = room.seats.get(room.host_id or "")
+        if seat is None:
+            return
+        try:
+            day, dealt = await self.daily.begin(seat.identity, request.race_id)
+        except DailyPlayed as played:
+            outputs = room.deal_failed(
+                request.ticket, f"you have played the daily deal of {played} already",
+                ErrorCode.DAILY_PLAYED,
+            )
+        except Exception as exc:
+            logs.event("daily_failed", level=logging.WARNING, room=room.code, reason=str(exc))
+            outputs = room.deal_failed(
+                request.ticket, ERROR_TEXT[ErrorCode.DAILY_UNAVAILABLE],
+                ErrorCode.DAILY_UNAVAILABLE,
+            )
+        else:
+            outputs = room.deal_ready(request.ticket, dealt, self.now_ms(), daily=day)
+        if not room.closed and not self.closing:
+            self.run(handle, outputs)
+
+    async def _load_ghosts(self, handle: RoomHandle, request: LoadGhosts) -> None:
+        room = handle.room
+        try:
+            runs = await load_runs(self.store, self.daily, request.ghosts)
+            outputs = room.ghosts_ready(request.ticket, runs)
+        except GhostError as exc:
+            reason = codec.printable_line(str(exc))
+            outputs = room.deal_failed(request.ticket, reason, ErrorCode.GHOST_UNAVAILABLE)
+        if not room.closed and not self.closing:
+            self.run(handle, outputs)
+
+    async def _deal_in_pool(self, seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
+        return await self._loop.run_in_executor(
+            self.executor, deal_for_seed, seed, rules, difficulty
+        )
+
+    async def _warm_daily(self) -> None:
+        """Today's daily deal drawn and dealt at start-up and after each midnight (UTC)."""
+        while not self.closing:
+            try:
+                await self.daily.warm()
+            except Exception:
+                logs.failure("daily_warm_failed")
+            now = self.now_ms()
+            await asyncio.sleep((day_end_ms(day_of(now)) - now) / 1000 + 0.001)
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
         """Keep a few deals ready per rule set, so most starts need no solving at all."""

@@ -53,6 +53,7 @@ from protocol.wire.messages import (
     UndoPolicy,
 )
 from protocol.wire.messages import Left as LeftMessage
+from server.race.ghost import GHOST_TIMER, GhostRun, Ghosts, ghost_members, ghost_options
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,
@@ -69,7 +70,6 @@ from server.race.outputs import (
     ToPlayers,
     ToSpectators,
 )
-from server.race.ghost import GHOST_TIMER, Ghosts, GhostRun, ghost_members, ghost_options
 from server.race.progress import boards_wanted, catch_up_boards, progress_frames
 from server.race.race import Race, Racer, SeqOutOfOrder
 from server.race.results import race_outcome

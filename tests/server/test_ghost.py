@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import time
 
 import pytest
 
@@ -14,7 +14,7 @@ from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity, RoomTimings
 from tests.server.race.roomdriver import DEALT, racing
-from tests.serverutil import connect, move_request, running_server
+from tests.serverutil import connect, running_server
 
 #: The recorded run: the winning line, one move every 40 ms from 100 ms.
 TIMES = [100 + 40 * i for i in range(len(DEALT.solution))]
@@ -103,3 +103,42 @@ def test_a_run_that_cannot_be_loaded_sends_the_room_back_to_its_lobby() -> None:
     assert room.phase is m.Phase.LOBBY
     errors = [o.message for o in outputs if isinstance(getattr(o, "message", None), m.Error)]
     assert [e.code for e in errors] == [int(ErrorCode.GHOST_UNAVAILABLE)]  # type: ignore[union-attr]
+
+
+# ---- on a real server ---------------------------------------------------------------
+async def test_a_ghost_race_on_a_server_replays_the_run_within_50_ms(tmp_path) -> None:
+    record = recorded_race()
+    async with running_server(tmp_path, progress_hz=200) as server:
+        await server.store.save_race(record)
+        client = await connect(server.ws_url, "bea")
+        options = m.RoomOptions(countdown_s=0, ghosts=(m.GhostRef(record.race_id, "p0"),))
+        await client.request(m.CreateRoom(options), m.RoomState)
+        start = await client.request(m.Start(), m.RaceStart)
+        arrivals: dict[int, float] = {}  # the ghost's move count -> unix ms it was first seen
+        while len(arrivals) < len(TIMES):
+            progress = await client.expect(m.Progress)
+            client.drop_unread()
+            seen = time.time() * 1000
+            line = next(p for p in progress.players if p.player_id == "ghost-1")
+            for count in range(1, line.moves + 1):
+                arrivals.setdefault(count, seen)
+        late = [arrivals[i + 1] - (start.started_at_ms + at) for i, at in enumerate(TIMES)]
+        assert max(late) < 50 and min(late) > -5, late
+        print(f"ghost moves seen {min(late):.1f} to {max(late):.1f} ms after their times")
+        members = await client.request(m.Sync(), m.RoomState)
+        assert [mb.ghost for mb in members.members] == [False, True]
+        over = await client.request(m.Resign(), m.RaceOver)
+        assert {s.player_id: s.ghost for s in over.standings} == {
+            client.player_id: False, "ghost-1": True}
+        assert over.practice
+        await client.close()
+
+
+async def test_a_ghost_that_names_no_stored_race_is_refused_at_the_start(tmp_path) -> None:
+    async with running_server(tmp_path) as server:
+        client = await connect(server.ws_url, "bea")
+        options = m.RoomOptions(countdown_s=0, ghosts=(m.GhostRef("0123456789abcdef", "p0"),))
+        await client.request(m.CreateRoom(options), m.RoomState)
+        refused = await client.request(m.Start(), m.Error)
+        assert refused.code == ErrorCode.GHOST_UNAVAILABLE and "0123456789abcdef" in refused.message
+        await client.close()

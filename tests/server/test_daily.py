@@ -1,0 +1,149 @@
+"""The daily deal: one deal a UTC day, committed at once, revealed when the day is over."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+
+from protocol.deals.commitment import verify_commitment, verify_deal
+from protocol.deals.dealer import deal_for_seed
+from protocol.rules.game import Rules
+from protocol.wire import messages as m
+from protocol.wire.errors import ErrorCode, ProtocolError
+from server.race.daily import (
+    DAY_MS,
+    Attempt,
+    DayError,
+    daily_options,
+    day_end_ms,
+    day_of,
+    day_start_ms,
+    leaderboard,
+)
+from tests.serverutil import TestClient, connect, running_server
+
+NOON = day_start_ms("2031-03-14") + DAY_MS // 2
+
+
+def test_days_are_utc_dates_and_end_at_the_next_midnight() -> None:
+    assert day_of(0) == "1970-01-01"
+    assert day_of(day_start_ms("2024-02-29") + DAY_MS - 1) == "2024-02-29"
+    assert day_of(day_end_ms("2024-02-29")) == "2024-03-01"
+    assert day_of(day_end_ms("1999-12-31")) == "2000-01-01"
+
+
+@pytest.mark.parametrize("text", ["2023-02-29", "2024-13-01", "24-01-01", "1969-12-31", "x"])
+def test_a_day_that_is_no_date_is_refused(text: str) -> None:
+    with pytest.raises(DayError):
+        day_start_ms(text)
+
+
+def test_a_daily_attempt_keeps_the_default_rules_and_is_solo_and_unwatched() -> None:
+    options = daily_options(m.RoomOptions(daily=True, countdown_s=0))
+    assert options.rules == Rules() and options.countdown_s == 0
+    assert not options.allow_spectators and not options.public
+    with pytest.raises(ProtocolError) as refused:
+        daily_options(m.RoomOptions(daily=True, wrap=False))
+    assert refused.value.code is ErrorCode.INVALID_COMBINATION and refused.value.path == "wrap"
+
+
+def attempt(race_id: str, *, finish: int | None, cleared: int, moves: int,
+            bot: bool = False, ranked: bool = True) -> Attempt:
+    return Attempt(race_id, race_id, bot, ranked, "finished" if finish else "stuck", finish,
+                   cleared, moves, 0)
+
+
+def test_the_leaderboard_ranks_finishers_by_time_then_cleared_cards_then_moves() -> None:
+    attempts = [
+        attempt("slow", finish=90_000, cleared=28, moves=40),
+        attempt("fast", finish=60_000, cleared=28, moves=50),
+        attempt("most", finish=None, cleared=25, moves=60),
+        attempt("fewer", finish=None, cleared=20, moves=30),
+        attempt("thrifty", finish=None, cleared=20, moves=29),
+        attempt("guest", finish=10_000, cleared=28, moves=10, ranked=False),
+        attempt("robot", finish=1_000, cleared=28, moves=10, bot=True),
+    ]
+    humans = [a.race_id for a in leaderboard(attempts, "humans")]
+    assert humans == ["fast", "slow", "most", "thrifty", "fewer"]
+    assert [a.race_id for a in leaderboard(attempts, "bots")] == ["robot"]
+
+
+# ---- on a real server ---------------------------------------------------------------
+async def get(session: aiohttp.ClientSession, url: str) -> tuple[int, dict[str, object]]:
+    async with session.get(url) as response:
+        return response.status, await response.json()
+
+
+async def resigned_attempt(ws_url: str, name: str) -> tuple[TestClient, m.RaceStart, m.RaceOver]:
+    """``name`` opens a daily attempt, starts it and resigns; what it was shown."""
+    client = await connect(ws_url, name)
+    state = await client.request(m.CreateRoom(m.RoomOptions(daily=True, countdown_s=0)),
+                                 m.RoomState)
+    assert state.options.daily and not state.options.allow_spectators
+    start = await client.request(m.Start(), m.RaceStart)
+    over = await client.request(m.Resign(), m.RaceOver)
+    return client, start, over
+
+
+async def test_the_days_deal_stays_secret_until_midnight_and_then_checks(tmp_path) -> None:
+    async with running_server(tmp_path) as server, aiohttp.ClientSession() as http:
+        server.hub.shift_clock(NOON - server.hub.now_ms())
+        status, today = await get(http, server.url + "/api/daily")
+        assert status == 200 and today["day"] == "2031-03-14" and not today["revealed"]
+        assert "seed" not in today and "deal" not in today
+        client, start, over = await resigned_attempt(server.ws_url, "ann")
+        assert start.commitment == today["commitment"] and not start.practice
+        assert over.daily == "2031-03-14"
+        assert (over.seed, over.candidate, over.deal, over.solution) == (None,) * 4
+        race_id = over.race_id
+        status, listed = await get(http, server.url + "/api/races")
+        assert status == 200 and race_id not in {r["race_id"] for r in listed["races"]}  # type: ignore[union-attr]
+        status, hidden = await get(http, f"{server.url}/api/races/{race_id}")
+        assert status == 403 and "2031-03-14" in str(hidden["error"])
+        status, board = await get(http, server.url + "/api/daily/2031-03-14/leaderboard")
+        assert status == 200 and "race_id" not in str(board)
+        status, _ = await get(http, server.url + "/api/daily/2031-03-15")
+        assert status == 404
+        await client.close()
+
+        server.hub.shift_clock(DAY_MS // 2)  # midnight: the day is over
+        status, day = await get(http, server.url + "/api/daily/2031-03-14")
+        assert status == 200 and day["revealed"]
+        seed, candidate = str(day["seed"]), int(day["candidate"])  # type: ignore[call-overload]
+        assert verify_commitment(str(day["commitment"]), seed, Rules())
+        dealt = deal_for_seed(seed, Rules())
+        deal = m.DealCodes(**{k: tuple(v) if isinstance(v, list) else v  # type: ignore[arg-type]
+                              for k, v in day["deal"].items()})  # type: ignore[union-attr]
+        assert verify_deal(deal.to_deal(Rules()), seed, candidate)
+        assert deal.to_deal(Rules()) == dealt.deal
+        assert m.BoardView.from_view(_start_view(dealt)) == start.view
+        status, record = await get(http, f"{server.url}/api/races/{race_id}")
+        assert status == 200 and record["seed"] == seed
+        status, listed = await get(http, server.url + "/api/races")
+        assert race_id in {r["race_id"] for r in listed["races"]}  # type: ignore[union-attr]
+        status, today = await get(http, server.url + "/api/daily")
+        assert today["day"] == "2031-03-15" and today["commitment"] != day["commitment"]
+
+
+def _start_view(dealt):  # type: ignore[no-untyped-def]
+    from protocol.rules.game import Game
+
+    return Game(dealt.deal).view()
+
+
+async def test_a_daily_attempt_takes_nobody_else_and_no_option_changes(tmp_path) -> None:
+    async with running_server(tmp_path) as server:
+        host = await connect(server.ws_url, "ann")
+        state = await host.request(m.CreateRoom(m.RoomOptions(daily=True)), m.RoomState)
+        other = await connect(server.ws_url, "bea")
+        refused = await other.request(m.Join(state.code), m.Error)
+        assert refused.code == ErrorCode.DAILY_SOLO
+        refused = await other.request(m.Join(state.code, m.Role.SPECTATOR), m.Error)
+        assert refused.code == ErrorCode.DAILY_SOLO
+        refused = await host.request(m.UpdateOptions(m.RoomOptions()), m.Error)
+        assert refused.code == ErrorCode.DAILY_SOLO
+        bad = await other.request(m.CreateRoom(m.RoomOptions(daily=True, practice_seed="1")),
+                                  m.Error)
+        assert bad.code == ErrorCode.INVALID_COMBINATION
+        await host.close()
+        await other.close()
