@@ -58,6 +58,8 @@ class Opponent:
     player_id: str
     name: str
     bot: bool = False
+    #: A stored run the server replays (a ghost race), not a person.
+    ghost: bool = False
     cleared: int = 0
     stock_left: int = 0
     moves: int = 0
@@ -381,7 +383,7 @@ class GameClient:
         for member in room.members:
             player = state.players.get(member.player_id)
             if player is None:
-                player = Opponent(member.player_id, member.name, member.bot)
+                player = Opponent(member.player_id, member.name, member.bot, member.ghost)
                 state.players[member.player_id] = player
             else:
                 player.connected, player.name = member.connected, member.name

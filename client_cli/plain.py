@@ -134,6 +134,7 @@ class PlainUI:
         for member in room.members:
             tags = [t for t, on in (("host", member.player_id == room.host_id),
                                     ("ready", member.ready), ("bot", member.bot),
+                                    ("ghost", member.ghost),
                                     ("offline", not member.connected)) if on]
             members.append(member.name + (f" ({', '.join(tags)})" if tags else ""))
         role = "watching" if room.your_role is m.Role.SPECTATOR else "playing"

@@ -72,6 +72,7 @@ class LobbyScreen(ClientScreen):
             me = " (you)" if member.player_id == state.player_id else ""
             role = "host" if member.player_id == room.host_id else "player"
             role += " · bot" if member.bot else ""
+            role = "ghost (a stored run)" if member.ghost else role
             table.add_row(member.name + me, role, "✔ ready" if member.ready else "…",
                           "yes" if member.connected else "no")
         self.query_one("#options", Static).update(describe_options(room.options, room.spectators))

@@ -32,6 +32,7 @@ def opponent_lines(players: list[Opponent], me: str | None, width: int = BAR_WID
     for player in by_standing(players):
         name = player.name + (" (you)" if player.player_id == me else "")
         name += " 🤖" if player.bot else ""
+        name += " 👻 ghost" if player.ghost else ""
         out.append(f"{name[: width + 6]}\n", "bold" if player.player_id == me else "")
         out.append_text(progress_bar(player.cleared, width))
         out.append(f"\n  {player.moves} moves", "grey70")

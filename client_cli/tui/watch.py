@@ -57,7 +57,8 @@ class WatchScreen(ClientScreen):
 
 def watch_panel(player: Opponent, rules: Rules) -> Text:
     """One watched player: name, bar, status and their board as they see it."""
-    out = Text(f"{player.name}{' 🤖' if player.bot else ''}  ", "bold")
+    tag = " 🤖" if player.bot else " 👻 ghost" if player.ghost else ""
+    out = Text(f"{player.name}{tag}  ", "bold")
     out.append_text(progress_bar(player.cleared))
     status = f"#{player.rank} in {clock(player.finish_ms)}" if player.finish_ms else player.status
     out.append(f"  {status}\n")
