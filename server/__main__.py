@@ -96,8 +96,13 @@ def _tune_gc() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tripeaks-server`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["db"]:
+        from server import dbcommand  # imported late: the server's own start needs none of it
+
+        return dbcommand.main(args[1:])
     try:
-        settings = parse(argv)
+        settings = parse(args)
     except SettingsError as exc:
         print(f"tripeaks-server: {exc}", file=sys.stderr)
         return 2

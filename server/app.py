@@ -161,6 +161,9 @@ def create_app(
 async def _open_store(settings: Settings) -> RaceStore:
     """Open and migrate the database, and make sure it takes writes (else raise)."""
     store = await RaceStore.connect(settings.db or None)
+    before, after = store.upgraded
+    if before != after:
+        logs.event("schema_upgraded", database=store.url, before=before, after=after)
     try:
         await store.check_writable()
     except BaseException:

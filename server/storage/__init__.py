@@ -1,2 +1,2 @@
 """Where finished races are stored: the store (SQLite or PostgreSQL), its tables and
-the SQL migrations."""
+the Alembic revisions that make them."""

@@ -20,34 +20,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.race.records import RaceRecord
+from server.storage.schema import daily_attempts, daily_deals
 
-metadata = sa.MetaData()
-daily_deals = sa.Table(
-    "daily_deals",
-    metadata,
-    sa.Column("day", sa.Text, primary_key=True),
-    sa.Column("seed", sa.Text, nullable=False),
-    sa.Column("commitment", sa.Text, nullable=False),
-    sa.Column("wrap", sa.Boolean, nullable=False),
-    sa.Column("empty_waste", sa.Boolean, nullable=False),
-    sa.Column("created_at_ms", sa.BigInteger, nullable=False),
-)
-daily_attempts = sa.Table(
-    "daily_attempts",
-    metadata,
-    sa.Column("race_id", sa.Text, primary_key=True),
-    sa.Column("day", sa.Text, nullable=False),
-    sa.Column("player_key", sa.Text, nullable=False),
-    sa.Column("player_id", sa.Text, nullable=False),
-    sa.Column("name", sa.Text, nullable=False),
-    sa.Column("bot", sa.Boolean, nullable=False),
-    sa.Column("ranked", sa.Boolean, nullable=False),
-    sa.Column("status", sa.Text, nullable=False),
-    sa.Column("finish_ms", sa.BigInteger),
-    sa.Column("cleared", sa.Integer, nullable=False),
-    sa.Column("moves", sa.Integer, nullable=False),
-    sa.Column("started_at_ms", sa.BigInteger, nullable=False),
-)
 #: The status of an attempt whose race has not been stored (yet, or ever).
 STARTED: Final = "racing"
 

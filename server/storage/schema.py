@@ -1,14 +1,15 @@
 """The race tables as SQLAlchemy Core sees them, and records <-> rows.
 
-``server/storage/migrations/`` creates these tables; a test checks that the two agree
-column for column.  Deal, solution and options are JSON text; every move is
-its own ``race_moves`` row so that logs stay queryable.
+The Alembic revisions (``server/storage/alembic/versions/``) create these tables;
+a test checks that the two agree column for column.  Deal, solution and options
+are JSON text; every move is its own ``race_moves`` row so that logs stay
+queryable.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -66,6 +67,8 @@ race_moves = sa.Table(
     sa.Column("reason", sa.Integer),
     sa.Column("card", sa.Text),
 )
+#: The bookkeeping of the store from before Alembic, kept so that such a server
+#: refuses the database (revision 0002).
 schema_version = sa.Table(
     "schema_version",
     metadata,
@@ -73,9 +76,35 @@ schema_version = sa.Table(
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("applied_at_ms", sa.BigInteger, nullable=False),
 )
-CREATE_SCHEMA_VERSION: Final = (
-    "CREATE TABLE IF NOT EXISTS schema_version ("
-    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"
+
+
+#: The daily deal: each day's seed, and every attempt at it (revision 0004; the
+#: queries are in :mod:`server.storage.daily`).
+daily_deals = sa.Table(
+    "daily_deals",
+    metadata,
+    sa.Column("day", sa.Text, primary_key=True),
+    sa.Column("seed", sa.Text, nullable=False),
+    sa.Column("commitment", sa.Text, nullable=False),
+    sa.Column("wrap", sa.Boolean, nullable=False),
+    sa.Column("empty_waste", sa.Boolean, nullable=False),
+    sa.Column("created_at_ms", sa.BigInteger, nullable=False),
+)
+daily_attempts = sa.Table(
+    "daily_attempts",
+    metadata,
+    sa.Column("race_id", sa.Text, primary_key=True),
+    sa.Column("day", sa.Text, nullable=False),
+    sa.Column("player_key", sa.Text, nullable=False),
+    sa.Column("player_id", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("bot", sa.Boolean, nullable=False),
+    sa.Column("ranked", sa.Boolean, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("finish_ms", sa.BigInteger),
+    sa.Column("cleared", sa.Integer, nullable=False),
+    sa.Column("moves", sa.Integer, nullable=False),
+    sa.Column("started_at_ms", sa.BigInteger, nullable=False),
 )
 
 

@@ -3,10 +3,9 @@
 :class:`RaceStore` wraps a SQLAlchemy async engine (aiosqlite for SQLite, the
 default; asyncpg for PostgreSQL) and speaks only :mod:`server.race.records`.
 ``await RaceStore.connect(url)`` brings the schema up to date with the
-versioned SQL steps in ``server/storage/migrations/`` (``NNNN_name.sql``, or
-``NNNN_name.sqlite.sql`` / ``NNNN_name.postgresql.sql`` for a step that
-differs by back end).  The ``schema_version`` table records each applied
-step; a database written by newer code is refused rather than guessed at.
+Alembic revisions of ``server/storage/alembic/`` (:mod:`server.storage.migrate`),
+all pending ones in one transaction; a database written by newer code is
+refused rather than guessed at, and one made before Alembic is adopted as is.
 
 Every failure the caller can act on is a :class:`StorageError` with a
 message that names the database (passwords hidden)::
@@ -29,10 +28,7 @@ import json
 import os
 import re
 import sqlite3
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,9 +38,9 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
+from server.storage import migrate
 from server.storage.daily import hidden_races, record_results
 from server.storage.schema import (
-    CREATE_SCHEMA_VERSION,
     Row,
     move_of,
     player_of,
@@ -61,7 +57,6 @@ from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S, tune_sqlite
 MAX_LIST_LIMIT: Final = 1000
 #: Lock id for serialising migrations across PostgreSQL clients (any constant works).
 _PG_MIGRATION_LOCK: Final = 0x7472_6970_6561_6B73 & 0x7FFF_FFFF_FFFF_FFFF
-_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+?)(?:\.(sqlite|postgresql))?\.sql$")
 
 
 class StorageError(Exception):
@@ -90,15 +85,6 @@ class DatabaseNotWritableError(StorageError):
 
 class _RollBack(Exception):
     """Raised inside a transaction to roll it back on purpose."""
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One versioned schema step: its SQL statements for one back end."""
-
-    version: int
-    name: str
-    statements: tuple[str, ...]
 
 
 def default_db_url() -> str:
@@ -165,32 +151,6 @@ def driver_url(url: str) -> URL:
     return parsed.set(drivername=f"{backend}+{wanted}")
 
 
-def load_migrations(dialect: str, directory: Path | None = None) -> tuple[Migration, ...]:
-    """The ordered migration steps for ``dialect`` ("sqlite" or "postgresql").
-
-    Versions must run 1, 2, 3, ... without gaps; a step may have one shared
-    file or one file per back end, never both.
-    """
-    root: Any = directory if directory is not None else _migrations_dir()
-    steps: dict[int, Migration] = {}
-    for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        match = _MIGRATION_NAME.match(entry.name)
-        if match is None:
-            if entry.name.endswith(".sql"):
-                raise StorageError(f"badly named migration file {entry.name!r}")
-            continue
-        version, name, only_for = int(match[1]), match[2], match[3]
-        if only_for is not None and only_for != dialect:
-            continue
-        if version in steps:
-            raise StorageError(f"two migration files for version {version} ({dialect})")
-        steps[version] = Migration(version, name, _split_sql(entry.read_text(encoding="utf-8")))
-    versions = sorted(steps)
-    if versions != list(range(1, len(versions) + 1)):
-        raise StorageError(f"migration versions must run 1, 2, 3, ... without gaps: {versions}")
-    return tuple(steps[v] for v in versions)
-
-
 class RaceStore:
     """Async storage of finished races.  Create with :meth:`connect`."""
 
@@ -203,14 +163,18 @@ class RaceStore:
         #: Tries per save while the database is unreachable, and the first pause between.
         self.save_attempts = 4
         self.retry_delay_s = 0.25
+        #: What :meth:`connect` did to the schema: (revision before, revision now).
+        self.upgraded: tuple[str | None, str] = (None, "")
 
     @classmethod
     async def connect(
-        cls, url: str | None = None, *, migrations: Sequence[Migration] | None = None
+        cls, url: str | None = None, *, revisions: Sequence[Path] = (), upgrade: bool = True
     ) -> RaceStore:
-        """Open the database at ``url`` (default: :func:`default_db_url`) and migrate it.
+        """Open the database at ``url`` (default: :func:`default_db_url`) and migrate it
+        (unless ``upgrade`` is false).
 
-        ``migrations`` replaces the packaged steps (tests use it to stage upgrades).
+        ``revisions`` are directories of further revisions after the shipped ones
+        (tests use them to stage upgrades).
         """
         target = driver_url(url if url is not None else default_db_url())
         # Logged and shown in errors: the user's form of the URL, password hidden.
@@ -220,7 +184,8 @@ class RaceStore:
         engine = _create_engine(target)
         store = cls(engine, display)
         try:
-            await store.migrate(migrations)
+            if upgrade:
+                store.upgraded = await store.migrate(revisions)
         except BaseException:
             await engine.dispose()
             raise
@@ -246,50 +211,41 @@ class RaceStore:
         """The back end: ``sqlite`` or ``postgresql``."""
         return str(self._engine.dialect.name)
 
-    async def migrate(self, migrations: Sequence[Migration] | None = None) -> int:
-        """Apply pending migration steps; returns the schema version now in force."""
-        steps = tuple(migrations) if migrations is not None else load_migrations(self.dialect)
-        latest = steps[-1].version if steps else 0
+    async def migrate(self, revisions: Sequence[Path] = ()) -> tuple[str | None, str]:
+        """Apply every pending revision in one transaction: (revision before, revision now).
+
+        ``before`` is ``None`` for a new database.  Several servers starting at
+        once migrate it once: the first holds the lock (SQLite's write lock, a
+        PostgreSQL advisory lock) and the others find nothing left to do.
+        """
         async with self._transaction(exclusive=True) as conn:
             if not self._is_sqlite:
                 await conn.execute(
                     sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
                 )
-            await conn.execute(sa.text(CREATE_SCHEMA_VERSION))
-            current = await _current_version(conn)
-            if current > latest:
+            try:
+                return await conn.run_sync(migrate.upgrade, revisions)
+            except migrate.UnknownRevisionError as exc:
                 raise SchemaTooNewError(
-                    f"database {self._display_url} has schema version {current}, but this "
-                    f"server only knows versions up to {latest}: upgrade the server, or point "
-                    "it at another database"
-                )
-            now_ms = int(time.time() * 1000)
-            for step in (step for step in steps if step.version > current):
-                for statement in step.statements:
-                    try:
-                        await conn.execute(sa.text(statement))
-                    except DBAPIError as exc:
-                        # Raising inside the transaction rolls every step back.
-                        if _refuses_writes(exc):
-                            raise DatabaseNotWritableError(
-                                _not_writable(self._display_url, exc)
-                            ) from exc
-                        raise StorageError(
-                            f"migration {step.version:04d}_{step.name} failed on "
-                            f"{self._display_url}: {_reason(exc)}; the schema stays at "
-                            f"version {current}"
-                        ) from exc
-                await conn.execute(
-                    schema_version.insert().values(
-                        version=step.version, name=step.name, applied_at_ms=now_ms
-                    )
-                )
-        return latest
+                    f"database {self._display_url} is at {exc}, which this server does not "
+                    "know: it was migrated by newer code; upgrade the server, or point it "
+                    "at another database"
+                ) from exc
+            except migrate.RevisionsError as exc:
+                raise StorageError(str(exc)) from exc
+            except DBAPIError as exc:
+                # Raising inside the transaction rolls every revision back.
+                if _refuses_writes(exc):
+                    raise DatabaseNotWritableError(_not_writable(self._display_url, exc)) from exc
+                raise StorageError(
+                    f"upgrading the schema of {self._display_url} failed: {_reason(exc)}; "
+                    "it stays at the revision it had"
+                ) from exc
 
-    async def schema_version(self) -> int:
-        """The schema version recorded in the database (0 for an empty one)."""
+    async def revision(self) -> str | None:
+        """The schema revision recorded in the database (``None`` for an empty one)."""
         async with self._connection() as conn:
-            return await _current_version(conn)
+            return await conn.run_sync(migrate.current)
 
     async def check_writable(self) -> None:
         """Make a real write in a transaction and roll it back; raises
@@ -541,22 +497,6 @@ def _prepare_sqlite_path(path: Path, url: URL) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot open database {shown}: {exc}") from exc
-
-
-async def _current_version(conn: AsyncConnection) -> int:
-    result = await conn.execute(sa.select(sa.func.max(schema_version.c.version)))
-    value = result.scalar()
-    return int(value) if value is not None else 0
-
-
-def _split_sql(script: str) -> tuple[str, ...]:
-    """Statements of a migration file: ';' ends a statement, '--' starts a comment."""
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return tuple(s.strip() for s in "\n".join(lines).split(";") if s.strip())
-
-
-def _migrations_dir() -> Any:
-    return resources.files("server.storage").joinpath("migrations")
 
 
 def _hide_password(url: str) -> str:

@@ -10,21 +10,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord, RecordError
-from server.storage import schema as storage_schema
+from server.storage import migrate
 from server.storage.store import (
     DatabaseUnavailableError,
     DatabaseURLError,
     DuplicateRaceError,
-    Migration,
     RaceStore,
-    SchemaTooNewError,
     StorageError,
     default_db_url,
     driver_url,
-    load_migrations,
 )
 from tests import pgutil
 
@@ -211,7 +207,7 @@ async def test_races_survive_closing_and_reopening_the_store(db_url: str) -> Non
     second = await RaceStore.connect(db_url)
     try:
         assert await second.get_race("keep") == make_record("keep")
-        assert await second.schema_version() == len(load_migrations(second.dialect))
+        assert await second.revision() == migrate.head()
     finally:
         await second.close()
 
@@ -248,77 +244,6 @@ async def test_servers_opening_one_new_sqlite_file_together_all_get_it(tmp_path:
 
     for n in range(150):
         await pair(n)
-
-
-async def test_migrating_twice_changes_nothing(db_url: str) -> None:
-    store = await RaceStore.connect(db_url)
-    try:
-        await store.save_race(make_record("m"))
-        latest = len(load_migrations(store.dialect))
-        assert await store.migrate() == latest
-        assert await store.migrate() == latest
-        assert await store.schema_version() == latest
-        assert await store.get_race("m") == make_record("m")
-    finally:
-        await store.close()
-    again = await RaceStore.connect(db_url)
-    try:
-        assert await again.schema_version() == latest
-    finally:
-        await again.close()
-
-
-def extra_step(version: int, *statements: str) -> Migration:
-    return Migration(version, f"step{version}", tuple(statements))
-
-
-async def test_an_upgrade_applies_only_the_new_steps_in_order(db_url: str) -> None:
-    dialect = driver_url(db_url).get_backend_name()
-    base = load_migrations(dialect)
-    v2 = extra_step(len(base) + 1, "CREATE TABLE notes (race_id TEXT, body TEXT)")
-    v3 = extra_step(len(base) + 2, "INSERT INTO notes VALUES ('x', 'from step 3')")
-    store = await RaceStore.connect(db_url)
-    await store.save_race(make_record("old"))
-    await store.close()
-    upgraded = await RaceStore.connect(db_url, migrations=(*base, v2, v3))
-    try:
-        assert await upgraded.schema_version() == len(base) + 2
-        # Running the same steps again must not insert the note twice.
-        await upgraded.migrate((*base, v2, v3))
-        assert await upgraded.get_race("old") == make_record("old")
-    finally:
-        await upgraded.close()
-    assert count_rows(db_url, "notes") == 1
-
-
-async def test_a_failing_step_rolls_back_whole_and_keeps_the_old_version(db_url: str) -> None:
-    dialect = driver_url(db_url).get_backend_name()
-    base = load_migrations(dialect)
-    store = await RaceStore.connect(db_url)
-    await store.save_race(make_record("safe"))
-    await store.close()
-    bad = extra_step(len(base) + 1, "CREATE TABLE half (x INTEGER)", "THIS IS NOT SQL")
-    failed = rf"migration 000{len(base) + 1}_step{len(base) + 1} failed.*stays at version"
-    with pytest.raises(StorageError, match=failed):
-        await RaceStore.connect(db_url, migrations=(*base, bad))
-    store = await RaceStore.connect(db_url)
-    try:
-        assert await store.schema_version() == len(base)
-        assert await store.get_race("safe") == make_record("safe")
-    finally:
-        await store.close()
-    assert not table_exists(db_url, "half")
-
-
-async def test_a_database_from_newer_code_is_refused(db_url: str) -> None:
-    dialect = driver_url(db_url).get_backend_name()
-    base = load_migrations(dialect)
-    future = extra_step(len(base) + 1, "CREATE TABLE future (x INTEGER)")
-    store = await RaceStore.connect(db_url, migrations=(*base, future))
-    await store.save_race(make_record("future"))
-    await store.close()
-    with pytest.raises(SchemaTooNewError, match=rf"version {len(base) + 1}.*up to {len(base)}"):
-        await RaceStore.connect(db_url)
 
 
 @pytest.mark.parametrize(
@@ -410,45 +335,6 @@ async def test_a_store_opened_without_a_url_uses_the_default_database(
     finally:
         await store.close()
     assert (tmp_path / "data" / "tripeaks.db").is_file()
-
-
-def test_migration_files_must_be_numbered_without_gaps(tmp_path: Path) -> None:
-    (tmp_path / "0001_first.sql").write_text("CREATE TABLE a (x INTEGER);")
-    (tmp_path / "0003_third.sql").write_text("CREATE TABLE c (x INTEGER);")
-    with pytest.raises(StorageError, match="without gaps"):
-        load_migrations("sqlite", tmp_path)
-
-
-def test_a_migration_may_differ_by_back_end(tmp_path: Path) -> None:
-    (tmp_path / "0001_first.sql").write_text("-- shared\nCREATE TABLE a (x INTEGER);\n")
-    (tmp_path / "0002_idx.sqlite.sql").write_text("CREATE INDEX i ON a (x);")
-    (tmp_path / "0002_idx.postgresql.sql").write_text("CREATE INDEX i ON a USING btree (x);")
-    (tmp_path / "README").write_text("not a migration")
-    assert load_migrations("sqlite", tmp_path)[1].statements == ("CREATE INDEX i ON a (x)",)
-    postgres = load_migrations("postgresql", tmp_path)
-    assert postgres[0].statements == ("CREATE TABLE a (x INTEGER)",)
-    assert postgres[1].statements == ("CREATE INDEX i ON a USING btree (x)",)
-
-
-def test_a_badly_named_migration_file_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "1_first.sql").write_text("CREATE TABLE a (x INTEGER);")
-    with pytest.raises(StorageError, match="badly named"):
-        load_migrations("sqlite", tmp_path)
-
-
-async def test_the_declared_tables_match_the_migrated_schema(store: RaceStore) -> None:
-    def columns(sync_conn: object) -> dict[str, set[str]]:
-        inspector = sa.inspect(sync_conn)
-        return {
-            table: {col["name"] for col in inspector.get_columns(table)}
-            for table in ("races", "race_players", "race_moves", "schema_version")
-        }
-
-    async with store._connection() as conn:
-        found = await conn.run_sync(columns)
-    schema = storage_schema
-    for table in (schema.races, schema.race_players, schema.race_moves, schema.schema_version):
-        assert found[table.name] == {column.name for column in table.columns}
 
 
 def test_a_record_survives_its_json_form() -> None:
@@ -568,14 +454,3 @@ async def test_a_save_during_a_database_restart_waits_and_lands_but_not_forever(
             await store.close()
     finally:
         cluster.stop()
-
-
-async def test_servers_starting_at_once_on_a_new_database_migrate_it_once(db_url: str) -> None:
-    stores = await asyncio.gather(*(RaceStore.connect(db_url) for _ in range(4)))
-    try:
-        latest = len(load_migrations(stores[0].dialect))
-        assert [await s.schema_version() for s in stores] == [latest] * 4
-    finally:
-        for store in stores:
-            await store.close()
-    assert count_rows(db_url, "schema_version") == latest
