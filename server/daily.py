@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -113,15 +112,18 @@ class DailyService:
         """Draw and deal today's deal now, so the first attempt does not wait for it."""
         await self.dealt(await self.day_row(self.today(), draw=True))
 
-    async def begin(self, identity: Identity, race_id: str) -> tuple[str, DealtGame]:
+    async def begin(
+        self, identity: Identity, race_id: str, claimed: str | None
+    ) -> tuple[str, DealtGame]:
         """Register an attempt at today's deal; the day and its deal.
 
-        Raises :class:`DailyPlayed` when the player (claimed) has one already.
+        ``claimed`` is the player's claimed name as names are compared (None for a
+        guest).  Raises :class:`DailyPlayed` when that name has an attempt already.
         """
         now = self._clock()
         day = day_of(now)
         dealt = await self.dealt(await self.day_row(day, draw=True))
-        key, ranked = attempt_key(identity, race_id)
+        key, ranked = attempt_key(claimed, race_id)
         attempt = db.AttemptRow(
             race_id, day, key, identity.player_id, identity.name, identity.bot, ranked,
             db.STARTED, None, 0, 0, now,
@@ -181,15 +183,14 @@ class DailyService:
         return day if day is not None and not is_revealed(day, self._clock()) else None
 
 
-def attempt_key(identity: Identity, race_id: str) -> tuple[str, bool]:
+def attempt_key(claimed: str | None, race_id: str) -> tuple[str, bool]:
     """An attempt's key among the day's attempts, and whether it is ranked.
 
-    A claimed name plays once a day, ranked, under its folded name; a guest's
-    attempts are each their own, unranked.
+    A claimed name plays once a day, ranked; a guest's attempts are each their
+    own, unranked.
     """
-    if getattr(identity, "claimed", False):
-        folded = unicodedata.normalize("NFKC", identity.name).casefold()
-        return "name:" + folded, True
+    if claimed is not None:
+        return "name:" + claimed, True
     return "guest:" + race_id, False
 
 

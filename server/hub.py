@@ -451,7 +451,7 @@ class Hub:
         if seat is None:
             return
         try:
-            day, dealt = await self.daily.begin(seat.identity, request.race_id)
+            day, dealt = await self.daily.begin(seat.identity, request.race_id, None)
         except DailyPlayed as played:
             outputs = room.deal_failed(
                 request.ticket, f"you have played the daily deal of {played} already",

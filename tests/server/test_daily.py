@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import aiohttp
 import pytest
 
 from protocol.deals.commitment import verify_commitment, verify_deal
-from protocol.deals.dealer import deal_for_seed
+from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
@@ -20,6 +22,11 @@ from server.race.daily import (
     day_start_ms,
     leaderboard,
 )
+from server.daily import DailyPlayed, DailyService
+from server.race.records import RaceRecord
+from server.race.room_types import Identity
+from server.storage.store import RaceStore
+from tests.server.storage.test_store import make_record
 from tests.serverutil import TestClient, connect, running_server
 
 NOON = day_start_ms("2031-03-14") + DAY_MS // 2
@@ -147,3 +154,86 @@ async def test_a_daily_attempt_takes_nobody_else_and_no_option_changes(tmp_path)
         assert bad.code == ErrorCode.INVALID_COMBINATION
         await host.close()
         await other.close()
+
+
+# ---- the store's side, on SQLite and PostgreSQL ---------------------------------------
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+    """The same tests on a fresh SQLite file and on a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'races.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+
+async def deal_here(seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
+    return deal_for_seed(seed, rules, difficulty)
+
+
+async def test_a_claimed_name_gets_one_attempt_a_day_and_a_guest_any_number(db_url) -> None:
+    store = await RaceStore.connect(db_url)
+    clock = Clock(NOON)
+    try:
+        daily = DailyService(store, deal_here, clock)
+        ann = Identity("p1", "Ann")
+        day, dealt = await daily.begin(ann, "race-1", "ann")
+        assert day == "2031-03-14" and dealt.deal == deal_for_seed(
+            (await daily.day_row(day)).seed, Rules()).deal
+        with pytest.raises(DailyPlayed):
+            await daily.begin(Identity("p2", "ANN"), "race-2", "ann")
+        for n in range(2):
+            await daily.begin(Identity(f"g{n}", "guest"), f"guest-{n}", None)
+        clock.now_ms += DAY_MS
+        day, _ = await daily.begin(ann, "race-3", "ann")  # a new day, a new attempt
+        assert day == "2031-03-15"
+        # Another server on the same database shares the day's seed.
+        again = DailyService(store, deal_here, clock)
+        assert (await again.day_row(day)).seed == (await daily.day_row(day)).seed
+    finally:
+        await store.close()
+
+
+async def test_results_fill_the_attempt_with_the_race_and_stay_hidden_until_midnight(
+    db_url,
+) -> None:
+    store = await RaceStore.connect(db_url)
+    clock = Clock(NOON)
+    try:
+        daily = DailyService(store, deal_here, clock)
+        for name, finish, cleared in (("ann", 70_000, 28), ("bea", 50_000, 28),
+                                      ("cy", None, 20), ("dee", None, 25)):
+            await daily.begin(Identity(name, name), f"race-{name}", name)
+            await store.save_race(daily_record(f"race-{name}", name, finish, cleared))
+        await daily.begin(Identity("g", "guest"), "race-guest", None)
+        board = await daily.board("2031-03-14")
+        assert [e["name"] for e in board["humans"]] == ["bea", "ann", "dee", "cy"]
+        assert board["unranked"] == 1 and "race_id" not in str(board)
+        listed = await store.list_races(limit=100, hide_daily_from=daily.today())
+        assert listed == [] and await daily.race_hidden("race-ann") == "2031-03-14"
+        clock.now_ms += DAY_MS // 2
+        assert await daily.race_hidden("race-ann") is None
+        board = await daily.board("2031-03-14")
+        assert board["humans"][0]["race_id"] == "race-bea"
+        listed = await store.list_races(limit=100, hide_daily_from=daily.today())
+        assert len(listed) == 4
+    finally:
+        await store.close()
+
+
+def daily_record(race_id: str, name: str, finish: int | None, cleared: int) -> RaceRecord:
+    """A stored daily attempt by ``name`` (its deal does not matter to the leaderboard)."""
+    base = make_record(race_id)
+    player = replace(base.players[0], player_id=name, name=name, rank=1,
+                     status="finished" if finish else "stuck", finish_ms=finish,
+                     cleared=cleared, moves=40)
+    return replace(base, options={**base.options, "daily": True}, players=(player,))
