@@ -12,6 +12,7 @@ from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
+from server.daily import DailyPlayed, DailyService
 from server.race.daily import (
     DAY_MS,
     Attempt,
@@ -22,7 +23,6 @@ from server.race.daily import (
     day_start_ms,
     leaderboard,
 )
-from server.daily import DailyPlayed, DailyService
 from server.race.records import RaceRecord
 from server.race.room_types import Identity
 from server.storage.store import RaceStore
