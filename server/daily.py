@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,7 +23,9 @@ from typing import Any
 from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame, Difficulty
 from protocol.rules.game import Rules
+from protocol.wire.errors import ERROR_TEXT, ErrorCode
 from protocol.wire.messages import DealCodes
+from server import logs
 from server.race.daily import (
     BOARDS,
     DAILY_RULES,
@@ -32,6 +35,8 @@ from server.race.daily import (
     is_revealed,
     leaderboard,
 )
+from server.race.outputs import DealRequest, Output
+from server.race.room import Room
 from server.race.room_types import Identity
 from server.storage import daily as db
 from server.storage.store import RaceStore, StorageError
@@ -181,6 +186,26 @@ class DailyService:
         async with self.store.reading() as conn:
             day = await db.day_of_race(conn, race_id)
         return day if day is not None and not is_revealed(day, self._clock()) else None
+
+
+async def daily_for_room(
+    daily: DailyService, room: Room, request: DealRequest, clock: Callable[[], int]
+) -> list[Output]:
+    """A daily attempt's start: registered in the store first, then dealt the day's deal
+    (or the room goes back to its lobby, the player told why)."""
+    seat = room.seats.get(room.host_id or "")
+    if seat is None:
+        return []
+    try:
+        day, dealt = await daily.begin(seat.identity, request.race_id, None)
+    except DailyPlayed as played:
+        reason = f"you have played the daily deal of {played} already"
+        return room.deal_failed(request.ticket, reason, ErrorCode.DAILY_PLAYED)
+    except Exception as exc:
+        logs.event("daily_failed", level=logging.WARNING, room=room.code, reason=str(exc))
+        code = ErrorCode.DAILY_UNAVAILABLE
+        return room.deal_failed(request.ticket, ERROR_TEXT[code], code)
+    return room.deal_ready(request.ticket, dealt, clock(), daily=day)
 
 
 def attempt_key(claimed: str | None, race_id: str) -> tuple[str, bool]:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from protocol.wire import codec
+from protocol.wire.errors import ErrorCode
 from protocol.wire.messages import GhostRef
 from server.daily import DailyService
 from server.race.ghost import GhostError, GhostRun, run_of
+from server.race.outputs import LoadGhosts, Output
+from server.race.room import Room
 from server.storage.store import RaceStore, StorageError
 
 
@@ -31,3 +35,14 @@ async def load_runs(
             raise GhostError(f"no stored race has the id {ref.race_id!r}")
         runs.append(run_of(record, ref))
     return runs
+
+
+async def ghosts_for_room(
+    store: RaceStore, daily: DailyService, room: Room, request: LoadGhosts
+) -> list[Output]:
+    """The room's answer to its :class:`LoadGhosts`: deal the runs, or back to the lobby."""
+    try:
+        return room.ghosts_ready(request.ticket, await load_runs(store, daily, request.ghosts))
+    except GhostError as exc:
+        reason = codec.printable_line(str(exc))
+        return room.deal_failed(request.ticket, reason, ErrorCode.GHOST_UNAVAILABLE)

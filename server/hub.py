@@ -22,7 +22,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -30,16 +30,15 @@ from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.errors import ERROR_TEXT, CloseCode, ErrorCode, ProtocolError
+from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from protocol.wire.fast import REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.config import Settings
-from server.daily import DailyPlayed, DailyService
-from server.ghosts import load_runs
+from server.daily import DailyService, daily_for_room
+from server.ghosts import ghosts_for_room
 from server.metrics import Metrics
 from server.race.daily import day_end_ms, day_of
-from server.race.ghost import GhostError
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
@@ -316,7 +315,9 @@ class Hub:
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
-            LoadGhosts: lambda handle, out: self.spawn(self._load_ghosts(handle, out)),
+            LoadGhosts: lambda handle, out: self.spawn(
+                self._carry(handle, ghosts_for_room(self.store, self.daily, handle.room, out))
+            ),
             SaveRace: lambda handle, out: self.storing.save(handle, out.record),
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
@@ -419,7 +420,7 @@ class Hub:
     # ---- dealing -----------------------------------------------------------------
     async def _deal(self, handle: RoomHandle, request: DealRequest) -> None:
         if request.daily:
-            await self._deal_daily(handle, request)
+            await self._carry(handle, daily_for_room(self.daily, handle.room, request, self.now_ms))
             return
         practice = request.chosen
         dealt: DealtGame | None = None
@@ -444,40 +445,11 @@ class Hub:
         if not handle.room.closed and not self.closing:
             self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
 
-    async def _deal_daily(self, handle: RoomHandle, request: DealRequest) -> None:
-        """A daily attempt: registered in the store first, then dealt the day's deal."""
-        room = handle.room
-        seat = room.seats.get(room.host_id or "")
-        if seat is None:
-            return
-        try:
-            day, dealt = await self.daily.begin(seat.identity, request.race_id, None)
-        except DailyPlayed as played:
-            outputs = room.deal_failed(
-                request.ticket, f"you have played the daily deal of {played} already",
-                ErrorCode.DAILY_PLAYED,
-            )
-        except Exception as exc:
-            logs.event("daily_failed", level=logging.WARNING, room=room.code, reason=str(exc))
-            outputs = room.deal_failed(
-                request.ticket, ERROR_TEXT[ErrorCode.DAILY_UNAVAILABLE],
-                ErrorCode.DAILY_UNAVAILABLE,
-            )
-        else:
-            outputs = room.deal_ready(request.ticket, dealt, self.now_ms(), daily=day)
-        if not room.closed and not self.closing:
-            self.run(handle, outputs)
-
-    async def _load_ghosts(self, handle: RoomHandle, request: LoadGhosts) -> None:
-        room = handle.room
-        try:
-            runs = await load_runs(self.store, self.daily, request.ghosts)
-            outputs = room.ghosts_ready(request.ticket, runs)
-        except GhostError as exc:
-            reason = codec.printable_line(str(exc))
-            outputs = room.deal_failed(request.ticket, reason, ErrorCode.GHOST_UNAVAILABLE)
-        if not room.closed and not self.closing:
-            self.run(handle, outputs)
+    async def _carry(self, handle: RoomHandle, outputs: Awaitable[list[Output]]) -> None:
+        """Carry out a room's outputs once they are ready, if the room is still open."""
+        ready = await outputs
+        if not handle.room.closed and not self.closing:
+            self.run(handle, ready)
 
     async def _deal_in_pool(self, seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
         return await self._loop.run_in_executor(
