@@ -1,6 +1,6 @@
 """Micro-benchmark of the server's move fast path: CPU time per move, frame bytes to answer bytes.
 
-``python -m bench.hotpath [--rooms 50] [--moves 200000] [--repeat 5] [--profile]``
+``python -m bench.hotpath [--rooms 50] [--moves 200000] [--repeat 5] [--profile] [--fanout]``
 
 It builds a real :class:`~server.hub.Hub` with racing rooms of 4 (the load
 benchmark's room options) and connections whose socket is a byte sink, then
@@ -16,6 +16,14 @@ The stream is recorded once, by playing through the fast path itself, and
 replayed on fresh rooms of the same deals for every timed round, so every
 round answers the same moves the same way.  The figure is the best of
 ``--repeat`` rounds of ``time.process_time``.
+
+Each round runs twice: without the input log, and with it (a
+:class:`~server.recovery.journal.Journal` on a SQLite file, as the server runs
+by default).  With the log the loop yields every ``--turn`` moves, as the
+server's read loop does between batches of frames, so the journal commits
+while moves go on; the round ends once the last entry is committed.
+``process_time`` counts every thread, so the log's figure holds the encoding,
+the commits on the database's thread and the held answers.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ import asyncio
 import cProfile
 import pstats
 import random
+import tempfile
 import time
+from pathlib import Path
 from typing import Any, cast
 
 import msgpack
@@ -38,9 +48,11 @@ from protocol.wire.codec import Encoding
 from server.config import Settings
 from server.hub import Hub, RoomHandle
 from server.race.lobby import NewPlayer
-from server.race.room import Room
+from server.race.room import PROGRESS_TIMER, Room
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
+from server.recovery.journal import Journal
+from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
 from server.transport.connection import Connection
 
@@ -48,11 +60,14 @@ from server.transport.connection import Connection
 class _Sink:
     """A socket transport that takes every write and keeps the last one."""
 
+    writes = 0
+
     def __init__(self) -> None:
         self.last = b""
 
     def write(self, data: bytes) -> None:
         self.last = data
+        _Sink.writes += 1
 
     def is_closing(self) -> bool:
         return False
@@ -124,8 +139,22 @@ class _Seat:
         return action
 
 
-def _setup(hub: Hub, rooms: int) -> list[tuple[Connection, _Sink]]:
-    """``rooms`` racing rooms of 4 on the hub; every seat's connection and socket."""
+def _connect(hub: Hub, who: Identity, code: str, index: int, now: int) -> tuple[Connection, _Sink]:
+    sink = _Sink()
+    conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK, "127.0.0.1",
+                      index, hub.batch, sink)
+    hub.connect(conn).retune(100_000.0, 100_000.0)
+    hello = m.Hello(who.name, m.PROTOCOL_VERSION)
+    hub.lobby.hello(conn, hello, NewPlayer(who.player_id, f"token-{who.player_id}"), now)
+    session = hub.lobby.session_of(conn)
+    assert session is not None
+    session.room = code
+    return conn, sink
+
+
+def _setup(hub: Hub, rooms: int, spectators: int = 0) -> list[tuple[Connection, _Sink]]:
+    """``rooms`` racing rooms of 4 on the hub (and ``spectators`` each); every seat's
+    connection and socket (the spectators' are not returned)."""
     seats: list[tuple[Connection, _Sink]] = []
     now = hub.now_ms()
     options = room_options()
@@ -141,16 +170,11 @@ def _setup(hub: Hub, rooms: int) -> list[tuple[Connection, _Sink]]:
         hub.lobby.rooms[room.code] = room
         hub.handles[room.code] = RoomHandle(room, SpectatorFeed(0))
         for who in players:
-            sink = _Sink()
-            conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK, "127.0.0.1",
-                              len(seats) + 1, hub.batch, sink)
-            hub.connect(conn).retune(100_000.0, 100_000.0)
-            hello = m.Hello(who.name, m.PROTOCOL_VERSION)
-            hub.lobby.hello(conn, hello, NewPlayer(who.player_id, f"token-{who.player_id}"), now)
-            session = hub.lobby.session_of(conn)
-            assert session is not None
-            session.room = room.code
-            seats.append((conn, sink))
+            seats.append(_connect(hub, who, room.code, len(seats) + 1, now))
+        for s in range(spectators):
+            watcher = Identity(f"s{r}-{s}", f"watcher {s}")
+            room.join(watcher, m.Role.SPECTATOR, now)
+            _connect(hub, watcher, room.code, 100_000 + r * 10 + s, now)
     return seats
 
 
@@ -194,26 +218,88 @@ def _replay(hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]) 
     return time.process_time() - started
 
 
-def _hub(store: RaceStore) -> Hub:
+def _replay_fanout(
+    hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]
+) -> tuple[float, int, int]:
+    """:func:`_replay`, firing every room's due progress flush after each two moves per
+    player; the CPU seconds of the flushes alone, their count and the frames they sent."""
+    handles = list(hub.handles.values())
+    per_round = 2 * len(conns)
+    flush_s, flushes, frames = 0.0, 0, 0
+    hot = hub.metrics.hot
+    for start in range(0, len(stream), per_round):
+        _replay(hub, conns, stream[start : start + per_round])
+        sent = hot.frames_sent
+        started = time.process_time()
+        for handle in handles:
+            if PROGRESS_TIMER in handle.timers:
+                hub._fire(handle, PROGRESS_TIMER)
+                flushes += 1
+        flush_s += time.process_time() - started
+        frames += hot.frames_sent - sent
+    return flush_s, flushes, frames
+
+
+def _fanout(args: argparse.Namespace, stream: list[tuple[int, bytes]], store: RaceStore) -> None:
+    best = float("inf")
+    for round_ in range(args.repeat):
+        hub = _hub(store)
+        conns = [conn for conn, _sink in _setup(hub, args.rooms, spectators=1)]
+        writes = _Sink.writes
+        seconds, flushes, frames = _replay_fanout(hub, conns, stream)
+        writes = _Sink.writes - writes - len(stream)
+        best = min(best, seconds / max(1, flushes))
+        print(f"round {round_ + 1}: {seconds * 1e6 / max(1, flushes):.2f} us/flush, "
+              f"{frames / max(1, flushes):.2f} frames/flush, {writes / max(1, flushes):.2f} "
+              f"writes/flush ({flushes} flushes)")
+    print(f"best: {best * 1e6:.2f} us/flush CPU")
+
+
+async def _replay_logged(
+    hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]], turn: int
+) -> float:
+    """:func:`_replay` with the input log: yields every ``turn`` moves, ends committed."""
+    assert hub.journal is not None
+    now_ms, fast_move = hub.now_ms, hub.fast_move
+    buckets = [hub.connections[conn] for conn in conns]
+    started = time.process_time()
+    for n, (index, frame) in enumerate(stream, 1):
+        conn = conns[index]
+        now = conn.last_seen_ms = now_ms()
+        if not buckets[index].spend(now) or not fast_move(conn, frame, now):
+            raise AssertionError("every recorded move takes the fast path, never limited")
+        if n % turn == 0:
+            await asyncio.sleep(0)
+    await hub.journal.flush()
+    return time.process_time() - started
+
+
+def _hub(store: RaceStore, journal: Journal | None = None) -> Hub:
     # The hub keeps a result writer (and its fallback file) on a store; no race ends here.
-    return Hub(Settings(), store, cast(Any, None))
+    return Hub(Settings(), store, cast(Any, None), journal)
 
 
 async def _main(args: argparse.Namespace) -> None:
     store = await RaceStore.connect("sqlite:///:memory:")
-    try:
-        await _rounds(args, store)
-    finally:
-        await store.close()
+    with tempfile.TemporaryDirectory() as directory:
+        logged = await RaceStore.connect(f"sqlite:///{Path(directory) / 'log.db'}")
+        try:
+            await _rounds(args, store, logged)
+        finally:
+            await store.close()
+            await logged.close()
 
 
-async def _rounds(args: argparse.Namespace, store: RaceStore) -> None:
+async def _rounds(args: argparse.Namespace, store: RaceStore, logged: RaceStore) -> None:
     hub = _hub(store)
     stream, mix = _record(hub, _setup(hub, args.rooms), args.moves)
     total = sum(mix.values())
     shares = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in sorted(mix.items()))
     print(f"{len(stream)} moves over {args.rooms} rooms of 4: {shares}")
-    best = float("inf")
+    if args.fanout:
+        _fanout(args, stream, store)
+        return
+    best = best_log = float("inf")
     for round_ in range(args.repeat):
         hub = _hub(store)
         conns = [conn for conn, _sink in _setup(hub, args.rooms)]
@@ -226,8 +312,23 @@ async def _rounds(args: argparse.Namespace, store: RaceStore) -> None:
         else:
             seconds = _replay(hub, conns, stream)
         best = min(best, seconds)
-        print(f"round {round_ + 1}: {seconds * 1e6 / len(stream):.2f} us/move")
-    print(f"best: {best * 1e6 / len(stream):.2f} us/move CPU")
+        journal = Journal(SqlInputLog(logged), round_ + 1)
+        hub = _hub(logged, journal)
+        journal.start()
+        conns = [conn for conn, _sink in _setup(hub, args.rooms)]
+        for code in hub.handles:
+            journal.open(code)
+        with_log = await _replay_logged(hub, conns, stream, args.turn)
+        best_log = min(best_log, with_log)
+        await journal.close()
+        await SqlInputLog(logged).drop(list(hub.handles))
+        print(
+            f"round {round_ + 1}: {seconds * 1e6 / len(stream):.2f} us/move, "
+            f"{with_log * 1e6 / len(stream):.2f} with the input log "
+            f"({journal.entries_written} entries in {journal.commits} commits)"
+        )
+    print(f"best: {best * 1e6 / len(stream):.2f} us/move CPU, "
+          f"{best_log * 1e6 / len(stream):.2f} with the input log")
 
 
 def main() -> None:
@@ -236,6 +337,9 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="cProfile the last round")
+    parser.add_argument("--fanout", action="store_true",
+                        help="time the progress flushes (one spectator per room) instead")
+    parser.add_argument("--turn", type=int, default=200, help="moves between yields (log)")
     asyncio.run(_main(parser.parse_args()))
 
 

@@ -65,6 +65,8 @@ class RaceLoad:
         self.lobby: list[Room] = []
         self.start_offsets: list[float] = [float(x) for x in job.get("start_offsets_s", [])]
         self.burst_at_s: float | None = job.get("burst_at_s")
+        #: Seconds the set-up took to seat every room, then to start the racing ones.
+        self.setup_phases: dict[str, float] = {}
 
     async def setup(self) -> None:
         url = self.job["url"]
@@ -79,9 +81,13 @@ class RaceLoad:
 
         total = int(self.job["rooms"]) + len(self.start_offsets)
         base = int(self.job.get("index_base", 0))
+        began = time.monotonic()
         rooms = await gather_bounded([factory(base + i) for i in range(total)], SETUP_GATE)
         self.racing, self.lobby = rooms[: int(self.job["rooms"])], rooms[int(self.job["rooms"]) :]
+        seated = time.monotonic()
         await gather_bounded_starts(self.racing, SETUP_GATE)
+        self.setup_phases = {"rooms_s": round(seated - began, 2),
+                             "starts_s": round(time.monotonic() - seated, 2)}
         for room in self.racing:
             self._play(room)
 
@@ -176,7 +182,7 @@ async def run_race(job: Job) -> None:
         gc.freeze()
         gc.set_threshold(100_000, 50, 1000)
         await asyncio.sleep(float(job.get("warmup_s", 2.0)))
-        emit("ready", setup_s=round(setup_s, 2), rooms=len(load.racing))
+        emit("ready", setup_s=round(setup_s, 2), rooms=len(load.racing), **load.setup_phases)
         await wait_for_go(float(job.get("go_timeout_s", 300)))
         result = await load.window()
         result["extra"]["setup_s"] = round(setup_s, 2)

@@ -14,7 +14,10 @@ Variants:
 - ``gc_tuned``: ``gc.set_threshold(50_000, 50, 1000)``;
 - ``no_gc``: the cyclic garbage collector is off (an upper bound, not a fix);
 - ``gc_log``: every collection of generation 1 or 2, and every one over 5 ms, is
-  written to stderr with its duration (kept with ``BENCH_LOAD_KEEP_LOG=1``).
+  written to stderr with its duration (kept with ``BENCH_LOAD_KEEP_LOG=1``);
+- ``cprofile``: the server runs under :mod:`cProfile`, its statistics written at exit
+  to ``$BENCH_PROFILE_DIR/server-PID.prof`` (default: the working directory); the
+  profiler slows every call, so read shares, not times.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class _NoOp:
 
 def apply(variants: set[str]) -> None:
     """Patch the server modules for ``variants``; unknown names are an error."""
-    known = {"pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log"}
+    known = {"pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log", "cprofile"}
     if variants - known:
         raise SystemExit(f"unknown variants {sorted(variants - known)}; known: {sorted(known)}")
     import server.app as app  # imported here: the patches must precede create_app()
@@ -102,7 +105,16 @@ def main() -> int:
     from server.__main__ import main as server_main
 
     print(f"server variant: {sorted(variants) or 'unchanged'}", file=sys.stderr, flush=True)
-    return server_main(sys.argv[1:])
+    if "cprofile" not in variants:
+        return server_main(sys.argv[1:])
+    import cProfile
+
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(server_main, sys.argv[1:])
+    finally:
+        where = os.environ.get("BENCH_PROFILE_DIR", ".")
+        profile.dump_stats(os.path.join(where, f"server-{os.getpid()}.prof"))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 #: Modules that contribute subcommands, imported in this order.
-COMMAND_MODULES = ("client_cli.deal_commands", "client_cli.commands")
+COMMAND_MODULES = ("client_cli.deal_commands", "client_cli.commands", "client_cli.claim")
 
 #: What a bare ``tripeaks`` runs: the full-screen client's home screen.
 DEFAULT_COMMAND = "play"

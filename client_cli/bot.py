@@ -10,12 +10,16 @@ A bot knows only what its player is shown: it keeps a
 :class:`~client_cli.strategy.Strategy` for each move.  It speaks through a
 :class:`~protocol.wire.session.ClientSession`, as the terminal client does
 (hello and welcome, move numbers, answers matched to their moves, resends),
-on a lean loop of its own: one socket, no reconnection.
+on a lean loop of its own: one socket at a time.  A bot whose socket drops in
+a race (the server restarting, say) reconnects with its token, with growing
+pauses, for up to ``BotSettings.reconnect_s``, and plays on from the board the
+server's ``resync`` shows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections.abc import Callable
@@ -29,10 +33,10 @@ from client_cli.board import Board, Knowledge
 from client_cli.connection import open_socket, wire_move
 from client_cli.net import ClientError, ConnectionLost, error_text
 from client_cli.strategy import STRATEGIES, Strategy
-from protocol.rules.game import Status
+from protocol.rules.game import Rules, Status
 from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.errors import ErrorCode
+from protocol.wire.errors import CloseCode, ErrorCode
 from protocol.wire.session import (
     BadFrame,
     ClientSession,
@@ -40,7 +44,11 @@ from protocol.wire.session import (
     Frame,
     HelloRefused,
     MoveAnswered,
+    SessionState,
 )
+
+#: Close codes after which a racing bot reconnects: the server stops or restarts.
+_RESUMABLE: Final = frozenset({int(CloseCode.GOING_AWAY), int(CloseCode.TRY_AGAIN_LATER)})
 
 #: Seconds a bot waits for any one step before it reports the race as not completed.
 STEP_TIMEOUT_S: Final = 120.0
@@ -48,6 +56,8 @@ STEP_TIMEOUT_S: Final = 120.0
 RATE_LIMIT_BACKOFF_S: Final = 0.25
 #: Rejections in a row after which a bot resigns (its model must be wrong).
 MAX_REJECTIONS: Final = 5
+#: Seconds between a racing bot's reconnection attempts: doubling, then the last value.
+RECONNECT_BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,9 @@ class BotSettings:
     races: int = 1
     #: Give up if the server takes longer than this to answer a hello, a join or a move.
     step_timeout_s: float = STEP_TIMEOUT_S
+    #: Seconds a racing bot keeps trying to reconnect after its socket drops (0: never);
+    #: the server keeps a seat for its reconnect grace (60 s by default).
+    reconnect_s: float = 60.0
     #: Called with (bot name, event, detail) as the run progresses (the CLI prints them).
     on_event: Callable[[str, str, str], None] | None = None
     #: Called with (bot name, "sent" or "received", frame) for every frame (tests audit them).
@@ -154,6 +167,7 @@ class Bot:
         self.start_latency_s: float | None = None
         self.lobby_deadline = 0.0
         self.races_done = 0
+        self.rules: Rules | None = None
 
     # ---- plumbing -------------------------------------------------------
     def _event(self, event: str, detail: str = "") -> None:
@@ -269,34 +283,82 @@ class Bot:
 
     async def _loop(self, *, host: bool, min_players: int) -> None:
         while self.race_over is None:
-            # Waiting on the server is bounded; waiting on people (to join, to
-            # start, to finish their race) is not: the race's own time limit ends that.
-            timeout = self.settings.step_timeout_s if self.waiting else None
-            if self._should_move():
-                delay = self.next_move_at - time.monotonic()
-                if delay <= 0:
-                    await self._move()
-                    continue
-                timeout = delay
-            lobby_left = self._lobby_left(host)
-            if lobby_left is not None:
-                timeout = lobby_left if timeout is None else min(timeout, lobby_left)
             try:
-                events = await self._recv(timeout)
-            except TimeoutError:
-                if self._should_move():
-                    continue
-                if lobby_left is not None:
-                    await self._maybe_start(min_players)
-                    continue
-                raise
-            for event in events:
-                if isinstance(event, MoveAnswered):
-                    self._on_result(event.result)
-                elif isinstance(event, m.MoveResult):
-                    self._on_result(event)
-                else:
-                    await self._on_message(event, host, min_players)
+                await self._step(host, min_players)
+            except (websockets.ConnectionClosed, OSError) as exc:
+                if self.board is None or not self.settings.reconnect_s:
+                    raise
+                await self._reconnect(exc)
+
+    async def _reconnect(self, why: BaseException) -> None:
+        """Open a new socket and resume the seat with the token (the race goes on)."""
+        self._event("reconnecting", str(why) or type(why).__name__)
+        if self.session.state in (SessionState.HELLO_SENT, SessionState.READY):
+            self.session.connection_lost()
+        deadline = time.monotonic() + self.settings.reconnect_s
+        for attempt in itertools.count():
+            if time.monotonic() > deadline:
+                raise BotFailed(f"lost the server and could not reconnect: {why}")
+            await asyncio.sleep(RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)])
+            if self.ws is not None:
+                await self.ws.close()
+            try:
+                self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+                await self._send_frame(self.session.hello())
+                welcome: m.Welcome = await self._expect(m.Welcome)
+            except (ClientError, websockets.ConnectionClosed, OSError, TimeoutError):
+                if self.session.state is SessionState.HELLO_SENT:
+                    self.session.connection_lost()
+                continue
+            if not welcome.resumed:
+                raise BotFailed("the server no longer had this bot's seat")
+            self._event("reconnected", welcome.player_id)
+            return
+
+    def _on_resync(self, resync: m.Resync) -> None:
+        """After a reconnect: play on from the board the server has, numbering on."""
+        view, rules = resync.view, self.rules
+        if view is None or rules is None or self.board is None:
+            return
+        known = Knowledge.from_view(
+            rules, view.board, view.waste_top, view.stock_left,
+            moves=view.moves, draws=view.draws, undos=view.undos, undo_allowed=self.undo_allowed,
+        )
+        self.board = Board(known)
+        self.session.restart_moves(resync.last_seq + 1)
+        self.waiting = False
+        self.next_move_at = time.monotonic()
+
+    async def _step(self, host: bool, min_players: int) -> None:
+        """One turn of the race loop: a move, or the next frame from the server."""
+        # Waiting on the server is bounded; waiting on people (to join, to
+        # start, to finish their race) is not: the race's own time limit ends that.
+        timeout = self.settings.step_timeout_s if self.waiting else None
+        if self._should_move():
+            delay = self.next_move_at - time.monotonic()
+            if delay <= 0:
+                await self._move()
+                return
+            timeout = delay
+        lobby_left = self._lobby_left(host)
+        if lobby_left is not None:
+            timeout = lobby_left if timeout is None else min(timeout, lobby_left)
+        try:
+            events = await self._recv(timeout)
+        except TimeoutError:
+            if self._should_move():
+                return
+            if lobby_left is not None:
+                await self._maybe_start(min_players)
+                return
+            raise
+        for event in events:
+            if isinstance(event, MoveAnswered):
+                self._on_result(event.result)
+            elif isinstance(event, m.MoveResult):
+                self._on_result(event)
+            else:
+                await self._on_message(event, host, min_players)
 
     def _should_move(self) -> bool:
         return self.board is not None and not self.waiting and not self.done_playing
@@ -311,9 +373,13 @@ class Bot:
             self._on_race_start(message)
         elif isinstance(message, m.RaceOver):
             self._on_race_over(message)
+        elif isinstance(message, m.Resync):
+            self._on_resync(message)
         elif isinstance(message, m.Error):
             await self._on_error(message)
         elif isinstance(message, m.Closing):
+            if self.board is not None and self.settings.reconnect_s and message.code in _RESUMABLE:
+                return  # the socket closes next; the seat is kept across the restart
             raise BotFailed(f"the server is closing the connection: {message.reason}")
         elif isinstance(message, m.Left):
             raise BotFailed(f"left the room ({message.reason.value})")
@@ -353,6 +419,7 @@ class Bot:
             moves=view.moves, draws=view.draws, undos=view.undos, undo_allowed=self.undo_allowed,
         )
         self.board = Board(known)
+        self.rules = start.rules
         self.result.status = "racing"
         # Spread the first moves so a room of bots does not move in lockstep.
         self.next_move_at = time.monotonic() + self.rng.random() * self.interval

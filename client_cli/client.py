@@ -20,6 +20,7 @@ from typing import Final
 
 from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
 from client_cli.connection import Connection, unreadable, wire_move
+from client_cli.keys import stored_key
 from client_cli.net import CLIENT_NAME, ClientError, ConnectionLost, ServerRefused, error_text
 from client_cli.seats import SavedSeat, SeatFiles
 from protocol.rules.game import DRAW, Rules, Status
@@ -165,7 +166,7 @@ class GameClient:
         self, url: str, name: str, listener: Listener | None = None,
         seats: SeatFiles | None = None,
     ) -> None:
-        self.session = ClientSession(name, client=CLIENT_NAME)
+        self.session = ClientSession(name, client=CLIENT_NAME, key=stored_key(name))
         self.link = Connection(url, self.session)
         self.state = ClientState()
         self.listener = listener
@@ -388,6 +389,9 @@ class GameClient:
             else:
                 player.connected, player.name = member.connected, member.name
             if member.player_id == state.player_id:
+                # The server seats a second "root" as "root (2)": say so, once per change.
+                if member.name != state.name and member.name != self.session.name:
+                    self._tell("renamed", member.name)
                 state.name = member.name
         if room.phase is not m.Phase.RACING:
             # Outside a race only the members count: who left is not in the next one.
@@ -509,8 +513,10 @@ class GameClient:
         for standing in race.standings:
             player = self.state.players.get(standing.player_id)
             if player is not None:
+                # The standings are the final word: the race's end may send no last progress.
                 player.rank, player.status = standing.rank, standing.status.value
-                player.cleared = standing.cleared
+                player.cleared, player.moves = standing.cleared, standing.moves
+                player.undos = standing.undos
         self._tell("race_over", race)
 
     def _on_spectator_board(self, board: m.SpectatorBoard) -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import sys
 from dataclasses import replace
 from typing import Any, Final
 
 from client_cli.daily import DAILY_OPTIONS, add_daily_parser, ghost_refs
+from client_cli.names import BadName, choose_name
 from client_cli.net import DEFAULT_SERVER, ClientError, http_base, normalise_url
 from client_cli.strategy import STRATEGY_CHOICES
 from protocol.wire import messages as m
@@ -84,7 +84,11 @@ DEMO_RACES: Final = 10
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", default=DEFAULT_SERVER, help="server URL (default %(default)s)")
-    parser.add_argument("--name", default=None, help="your name (default: your login name)")
+    parser.add_argument(
+        "--name", default=None,
+        help="your name for this run (default: the name saved on the first run, else your "
+             "login name)",
+    )
     parser.add_argument("--plain", action="store_true",
                         help="line-based mode for pipes, screen readers and CI")
 
@@ -147,32 +151,27 @@ def room_options_from(args: argparse.Namespace) -> m.RoomOptions:
     return m.RoomOptions(**values)
 
 
-def default_name() -> str:
-    """The login name, trimmed to the protocol's 24 printable characters."""
-    try:
-        name = getpass.getuser()
-    except Exception:  # no login name in some containers
-        name = "player"
-    name = "".join(ch for ch in name if ch.isprintable())[:24]
-    return name or "player"
-
-
 def _play(args: argparse.Namespace) -> int:
     try:
         url = normalise_url(args.server)
-    except ClientError as exc:
+        choice = choose_name(args.name)
+    except (ClientError, BadName) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    name = args.name or default_name()
     if args.plain:
         from client_cli.plain import run_plain
 
+        if choice.warning:
+            print(f"warning: {choice.warning}", flush=True)
         try:
             create = room_options_from(args) if args.start == "host" else None
         except ClientError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        return asyncio.run(run_plain(url, name, first=_first_commands(args), create=create))
+        return asyncio.run(run_plain(
+            url, choice.name, first=_first_commands(args), create=create,
+            name_note=choice.explained(),
+        ))
     from client_cli.tui.app import TriPeaksApp
 
     try:
@@ -180,7 +179,8 @@ def _play(args: argparse.Namespace) -> int:
     except ClientError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    app = TriPeaksApp(url, name, start=args.start, code=args.code, options=options)
+    app = TriPeaksApp(url, choice.name, start=args.start, code=args.code, options=options,
+                      ask_name=choice.ask, warning=choice.warning)
     status = app.run()
     return int(status or 0)
 

@@ -99,6 +99,8 @@ class PlainUI:
         self._progress_said_at = 0.0
         #: The last error the server sent (``tripeaks join`` exits non-zero on one).
         self.last_error: str | None = None
+        #: Why this name, said once connected (see :meth:`client_cli.names.NameChoice.explained`).
+        self.name_note = ""
 
     def say(self, text: str) -> None:
         """Print one line at once (a pipe reader waits for it)."""
@@ -115,7 +117,12 @@ class PlainUI:
     def _on_welcome(self, welcome: object) -> None:
         assert isinstance(welcome, m.Welcome)
         again = " (seat restored)" if welcome.resumed else ""
-        self.say(f"connected as {welcome.name}{again}; type help for the commands")
+        why = f" ({self.name_note})" if self.name_note else ""
+        self.say(f"connected as {welcome.name}{why}{again}; type help for the commands")
+
+    def _on_renamed(self, seated_as: object) -> None:
+        self.say(f"another player in this room is called {self.client.session.name}: you are "
+                 f"seated as {seated_as}; use --name NAME to race under a name of your own")
 
     def _on_reconnecting(self, why: object) -> None:
         self.say(f"connection lost ({why}); reconnecting…")
@@ -360,16 +367,19 @@ async def run_plain(
     create: m.RoomOptions | None = None,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
+    name_note: str = "",
 ) -> int:
     """Run the plain client until ``quit`` or end of input.
 
     ``create`` makes a room with those options at once; ``first`` are commands
-    run before reading input (``join CODE`` for ``tripeaks join``).
+    run before reading input (``join CODE`` for ``tripeaks join``); ``name_note``
+    says where the name came from, on the line that says who you are.
     """
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     client = GameClient(url, name, seats=SeatFiles(url))
     ui = PlainUI(client, out)
+    ui.name_note = name_note
     client.listener = ui.on_event
     joining = [c.split()[1] for c in first or [] if c.startswith("join ")]
     seat = client.seats.load(joining[0], name) if client.seats and joining else None

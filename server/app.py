@@ -1,9 +1,11 @@
 """The aiohttp application: routes, the WebSocket handler and the app's life cycle.
 
 ``create_app(settings)`` builds the app; its cleanup context opens the race
-store and the deal process pool, and its shutdown hook (run on SIGTERM by
-``tripeaks-server``) ends running races, tells every client why, closes the
-sockets with 1001 and waits for the race writes.
+store and the deal process pool and resumes every room the input log holds
+(:mod:`server.recovery`), and its shutdown hook (run on SIGTERM by
+``tripeaks-server``) commits the input log, tells every client why, closes
+the sockets with 1001 and waits for the race writes: running races go on
+after the next start.
 """
 
 from __future__ import annotations
@@ -29,9 +31,14 @@ from server import logs, metrics
 from server.config import IPNetwork, Settings
 from server.daily_http import add_daily_routes
 from server.hub import Hub
+from server.player_api import add_player_routes
 from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
 from server.reader import ConnectionReader
+from server.recovery.journal import Journal
+from server.recovery.log import InputLog
+from server.recovery.resume import load_rooms
+from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
 from server.transport.clientaddr import client_address
 from server.transport.connection import Connection, Transport
@@ -131,9 +138,12 @@ def create_app(
             app[STORE] = await _open_store(settings)
         own_executor = executor is None
         app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
-        app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR])
+        log = SqlInputLog(app[STORE])
+        journal = Journal(log, await log.max_epoch() + 1)
+        app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
         await _replay(app[HUB])
         app[HUB].start()
+        await _resume(app[HUB], log)
         logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
         try:
             yield
@@ -154,6 +164,7 @@ def create_app(
     app.router.add_get("/api/races", handle_race_list)
     app.router.add_get("/api/races/{race_id}", handle_race)
     add_daily_routes(app, lambda request: request.app[HUB].daily)
+    add_player_routes(app, lambda app: app[STORE])
     add_web_routes(app)
     return app
 
@@ -180,6 +191,15 @@ async def _replay(hub: Hub) -> None:
             "races_replayed", found=found, unreadable=unreadable,
             waiting=hub.writer.waiting, file=_fallback_file(hub),
         )
+
+
+async def _resume(hub: Hub, log: InputLog) -> None:
+    """Take back every room the input log holds, before serving anyone."""
+    rebuilt = await load_rooms(log, hub.timings)
+    for room in rebuilt:
+        hub.restore(room)
+    if rebuilt:
+        logs.event("rooms_resumed", rooms=len(rebuilt))
 
 
 def _fallback_file(hub: Hub) -> str | None:
@@ -212,6 +232,9 @@ async def handle_health(request: web.Request) -> web.Response:
             "waiting": hub.writer.waiting,
             "fallback_file": _fallback_file(hub),
         }
+    if hub.journal is not None and hub.journal.problem:
+        # Races go on; only rooms whose inputs could not be logged cannot be resumed.
+        body["input_log"] = {"reason": hub.journal.problem}
     return web.json_response(body, status=503 if hub.closing else 200)
 
 

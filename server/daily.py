@@ -35,7 +35,8 @@ from server.race.daily import (
     is_revealed,
     leaderboard,
 )
-from server.race.outputs import DealRequest, Output
+from server.race import inputs
+from server.race.outputs import DealRequest
 from server.race.room import Room
 from server.race.room_types import Identity
 from server.storage import daily as db
@@ -123,7 +124,8 @@ class DailyService:
         """Register an attempt at today's deal; the day and its deal.
 
         ``claimed`` is the player's claimed name as names are compared (None for a
-        guest).  Raises :class:`DailyPlayed` when that name has an attempt already.
+        guest).  Raises :class:`DailyPlayed` when that name has an attempt already
+        (by another race: registering race ``race_id`` twice registers it once).
         """
         now = self._clock()
         day = day_of(now)
@@ -137,7 +139,11 @@ class DailyService:
             async with self.store.writing() as conn:
                 await db.insert_attempt(conn, attempt)
         except db.AttemptTaken:
-            raise DailyPlayed(day) from None
+            # The same race asking again (its room rebuilt after a restart) is not a
+            # second attempt.
+            async with self.store.reading() as conn:
+                if await db.day_of_race(conn, race_id) != day:
+                    raise DailyPlayed(day) from None
         return day, dealt
 
     async def public(self, day: str) -> dict[str, Any]:
@@ -190,22 +196,22 @@ class DailyService:
 
 async def daily_for_room(
     daily: DailyService, room: Room, request: DealRequest, clock: Callable[[], int]
-) -> list[Output]:
-    """A daily attempt's start: registered in the store first, then dealt the day's deal
-    (or the room goes back to its lobby, the player told why)."""
+) -> inputs.Dealt | inputs.DealFailed | None:
+    """A daily attempt's start: registered in the store first (ranked for a claimed
+    name the host proved), then the room's input: the day's deal, or why not."""
     seat = room.seats.get(room.host_id or "")
     if seat is None:
-        return []
+        return None
     try:
-        day, dealt = await daily.begin(seat.identity, request.race_id, None)
+        day, dealt = await daily.begin(seat.identity, request.race_id, seat.identity.account)
     except DailyPlayed as played:
         reason = f"you have played the daily deal of {played} already"
-        return room.deal_failed(request.ticket, reason, ErrorCode.DAILY_PLAYED)
+        return inputs.DealFailed(request.ticket, reason, clock(), int(ErrorCode.DAILY_PLAYED))
     except Exception as exc:
         logs.event("daily_failed", level=logging.WARNING, room=room.code, reason=str(exc))
         code = ErrorCode.DAILY_UNAVAILABLE
-        return room.deal_failed(request.ticket, ERROR_TEXT[code], code)
-    return room.deal_ready(request.ticket, dealt, clock(), daily=day)
+        return inputs.DealFailed(request.ticket, ERROR_TEXT[code], clock(), int(code))
+    return inputs.Dealt(request.ticket, dealt, clock(), daily=day)
 
 
 def attempt_key(claimed: str | None, race_id: str) -> tuple[str, bool]:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from protocol.wire import codec
 from protocol.wire.errors import ErrorCode
 from protocol.wire.messages import GhostRef
 from server.daily import DailyService
 from server.race.ghost import GhostError, GhostRun, run_of
-from server.race.outputs import LoadGhosts, Output
-from server.race.room import Room
+from server.race import inputs
+from server.race.outputs import LoadGhosts
 from server.storage.store import RaceStore, StorageError
 
 
@@ -38,11 +38,14 @@ async def load_runs(
 
 
 async def ghosts_for_room(
-    store: RaceStore, daily: DailyService, room: Room, request: LoadGhosts
-) -> list[Output]:
-    """The room's answer to its :class:`LoadGhosts`: deal the runs, or back to the lobby."""
+    store: RaceStore, daily: DailyService, request: LoadGhosts, clock: Callable[[], int]
+) -> inputs.GhostsLoaded | inputs.DealFailed:
+    """The room's input answering its :class:`LoadGhosts`: the runs, or why not."""
     try:
-        return room.ghosts_ready(request.ticket, await load_runs(store, daily, request.ghosts))
+        runs = await load_runs(store, daily, request.ghosts)
     except GhostError as exc:
         reason = codec.printable_line(str(exc))
-        return room.deal_failed(request.ticket, reason, ErrorCode.GHOST_UNAVAILABLE)
+        return inputs.DealFailed(
+            request.ticket, reason, clock(), int(ErrorCode.GHOST_UNAVAILABLE)
+        )
+    return inputs.GhostsLoaded(request.ticket, tuple(runs), clock())

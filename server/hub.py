@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -31,13 +32,16 @@ from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
-from protocol.wire.fast import REASON, move_result_msgpack, parse_move
+from protocol.wire.fast import FRESH, REASON, move_result_msgpack, parse_move
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
+from server.claims import Claims, Held
 from server.config import Settings
 from server.daily import DailyService, daily_for_room
+from server.dealpool import POOL_CEILING, StartRate, deal_now, pool_target
 from server.ghosts import ghosts_for_room
 from server.metrics import Metrics
+from server.race import inputs
 from server.race.daily import day_end_ms, day_of
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
@@ -67,6 +71,9 @@ from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.race.room import Room
 from server.race.room_types import Fresh, RoomTimings
 from server.race.spectate import SpectatorFeed
+from server.recovery.journal import Journal
+from server.recovery.resume import Rebuilt
+from server.storage.players import Players
 from server.storage.store import RaceStore
 from server.storage.writer import ResultWriter
 from server.storing import Storing
@@ -100,14 +107,15 @@ def _fresh() -> Fresh:
     return Fresh(ids.seed(), ids.race_id())
 
 
-#: Client messages that are plain room calls: (room, sender, message, now) -> outputs.
-_ROOM_CALLS: Final[dict[type[Any], Callable[[Room, str, Any, int], list[Output]]]] = {
-    m.Leave: lambda room, pid, msg, now: room.leave(pid, now),
-    m.Ready: lambda room, pid, msg, now: room.set_ready(pid, msg.ready),
-    m.Start: lambda room, pid, msg, now: room.start(pid, now, _fresh()),
-    m.Kick: lambda room, pid, msg, now: room.kick(pid, msg.player_id, now),
-    m.Resign: lambda room, pid, msg, now: room.resign(pid, now),
-    m.Rematch: lambda room, pid, msg, now: room.rematch(pid, now, _fresh()),
+#: Client messages that are plain room inputs: (sender, message, now) -> the input.
+_ROOM_CALLS: Final[dict[type[Any], Callable[[str, Any, int], inputs.Input]]] = {
+    m.Leave: lambda pid, msg, now: inputs.Left(pid, now),
+    m.Ready: lambda pid, msg, now: inputs.ReadySet(pid, msg.ready, now),
+    m.Start: lambda pid, msg, now: inputs.Started(pid, _fresh(), now),
+    m.Kick: lambda pid, msg, now: inputs.Kicked(pid, msg.player_id, now),
+    m.Resign: lambda pid, msg, now: inputs.Resigned(pid, now),
+    m.Rematch: lambda pid, msg, now: inputs.Rematched(pid, _fresh(), now),
+    m.UpdateOptions: lambda pid, msg, now: inputs.OptionsSet(pid, msg.options, now),
 }
 
 
@@ -119,8 +127,11 @@ class Hub:
         settings: Settings,
         store: RaceStore,
         executor: concurrent.futures.Executor,
+        journal: Journal | None = None,
     ) -> None:
         self.settings = settings
+        #: The input log's writer (None: rooms are not logged, and a stop aborts races).
+        self.journal = journal
         self.store = store
         self.executor = executor
         self.timings = RoomTimings(
@@ -145,6 +156,8 @@ class Hub:
         )
         #: The write batch of this hub's connections (see :mod:`server.transport.framing`).
         self.batch = WriteBatch()
+        if journal is not None:
+            journal.batch = lambda: self.batch  # held frames go out in one write per socket
         self.closing = False
         self.storing: Storing[RoomHandle] = Storing(
             store, self.batch, self.deliver,
@@ -154,13 +167,26 @@ class Hub:
         self.metrics = Metrics(
             lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
         )
+        #: Claimed names; the messages of connections whose hello is being checked.
+        self.claims = Claims(Players(store), executor)
+        self.held: dict[Connection, Held] = {}
         self.move_count = 0  # moves handled, for sampled timing
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
+        #: The last message broadcast and its frames by encoding: a flush sends the same
+        #: ``progress`` to the players and then to the spectators (holding the message
+        #: keeps its identity from being reused).
+        self._encoded: tuple[object, dict[codec.Encoding, Frame]] = (None, {})
         self._prepared: dict[tuple[Rules, Difficulty], deque[DealtGame]] = {}
         self._listing = RoomListing(())
         self._preparing: set[tuple[Rules, Difficulty]] = set()
+        #: Starts per rule set, which size its pool (:func:`server.dealpool.pool_target`).
+        self._start_rates: dict[tuple[Rules, Difficulty], StartRate] = {}
+        #: Deals rooms are waiting for; refills wait until there are none.
+        self._urgent = 0
+        self._no_urgent = asyncio.Event()
+        self._no_urgent.set()
         loop = asyncio.get_running_loop()
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
@@ -179,6 +205,8 @@ class Hub:
         """Warm up: fill the deal queue for the default rules; start the heartbeat and
         the result writer."""
         self.writer.start()
+        if self.journal is not None:
+            self.journal.start()
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
         self.spawn(self._warm_daily())
         if self.settings.heartbeat_s > 0:
@@ -220,8 +248,16 @@ class Hub:
     # ---- sending ---------------------------------------------------------------
     def reply(self, conn: Connection, message: m.ServerMessage) -> None:
         """Send ``message`` to ``conn``."""
-        conn.send(codec.encode(message, conn.encoding))
+        self._put(conn, codec.encode(message, conn.encoding))
         self.metrics.hot.frames_sent += 1
+
+    def _put(self, conn: Connection, frame: Frame) -> None:
+        """Send ``frame``, or hold it while inputs before it are not logged yet."""
+        journal = self.journal
+        if journal is not None and journal.holding:
+            journal.hold(functools.partial(conn.send, frame))
+        else:
+            conn.send(frame)
 
     def error(
         self,
@@ -242,8 +278,16 @@ class Hub:
         self.metrics.hot.frames_sent += 1
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
-        """Send one message to many: encoded at most once per encoding."""
-        frames: dict[codec.Encoding, Frame] = {}
+        """Send one message to many: encoded at most once per encoding (and once for the
+        players and spectators of a progress flush, see :attr:`_encoded`)."""
+        journal = self.journal
+        if journal is not None and journal.holding:
+            journal.hold(functools.partial(self.broadcast, list(conns), message))
+            return
+        last, frames = self._encoded
+        if last is not message:
+            frames = {}
+            self._encoded = (message, frames)
         sent = 0
         for conn in conns:
             frame = frames.get(conn.encoding)
@@ -295,6 +339,8 @@ class Hub:
             bucket.retune(self.settings.player_rate, self.settings.player_burst)
 
     def _room_opened(self, _conn: Connection | None, out: RoomOpened) -> None:
+        if self.journal is not None and out.logged is not None:
+            self.journal.record(out.code, out.logged)
         room = self.lobby.rooms[out.code]
         feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(room.options.spectator_delay_s * 1000)
         self.handles[out.code] = RoomHandle(room, feed)
@@ -303,7 +349,45 @@ class Hub:
     def _in_room(self, _conn: Connection | None, out: InRoom) -> None:
         handle = self.handles.get(out.code)
         if handle is not None:
+            if self.journal is not None and out.logged is not None:
+                self.journal.record(out.code, out.logged)
             self.run(handle, out.outputs)
+
+    # ---- the input hook: every input reaches its room here -----------------------
+    def enter(self, handle: RoomHandle, given: inputs.Input) -> None:
+        """Apply ``given`` to its room, log it, and carry out its outputs.
+
+        With a journal, the input is logged before anything it caused is seen:
+        every frame sent from now until the commit is held (:meth:`_put`), and so is
+        storing a result (a race is stored only once its last input is logged).
+        """
+        outputs = inputs.apply(handle.room, given)
+        if self.journal is not None:
+            self.journal.record(handle.room.code, given)
+        self.run(handle, outputs)
+
+    def _save(self, handle: RoomHandle, out: SaveRace) -> None:
+        journal = self.journal
+        if journal is not None and journal.holding:
+            journal.hold(functools.partial(self.storing.save, handle, out.record))
+        else:
+            self.storing.save(handle, out.record)
+
+    def restore(self, rebuilt: Rebuilt) -> None:
+        """Take back a room rebuilt from its log (:mod:`server.recovery.resume`)."""
+        room = rebuilt.room
+        self.lobby.restore(room, rebuilt.members)
+        feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(room.options.spectator_delay_s * 1000)
+        handle = self.handles[room.code] = RoomHandle(room, feed)
+        if self.journal is not None:
+            self.journal.open(room.code, rebuilt.next_index)
+        for record in rebuilt.records:
+            self.storing.save(handle, record)  # idempotent: a stored race stays as it is
+        now = self.now_ms()
+        gap = max(0, now - rebuilt.last_ms)
+        self.enter(handle, inputs.Resumed(gap, now))
+        logs.event("room_resumed", room=room.code, phase=room.phase.value, gap_ms=gap,
+                   members=len(rebuilt.members))
 
     # ---- the rooms' outputs -------------------------------------------------------
     def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
@@ -316,9 +400,9 @@ class Hub:
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
             LoadGhosts: lambda handle, out: self.spawn(
-                self._carry(handle, ghosts_for_room(self.store, self.daily, handle.room, out))
+                self._carry(handle, ghosts_for_room(self.store, self.daily, out, self.now_ms))
             ),
-            SaveRace: lambda handle, out: self.storing.save(handle, out.record),
+            SaveRace: self._save,
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
             ),
@@ -357,8 +441,16 @@ class Hub:
             if room.spectators:
                 self.broadcast(self._conns(room.spectators), out.message)
             return
+        feed = handle.feed
+        if feed.can_release_now():
+            # No delay, nothing held back: straight to the spectators (the feed keeps
+            # the snapshot); no queue, no release pass.
+            sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+            if sent and room.spectators:
+                self.broadcast(self._conns(room.spectators), out.message)
+            return
         now = self.now_ms()
-        handle.feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+        feed.push(now, out.message, out.key, new_race=out.new_race, quiet=out.quiet)
         self._release_feed(handle, now)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
@@ -376,9 +468,12 @@ class Hub:
         logs.event("race_ended", room=code, race_id=race_id, ended_by=out.ended_by.value)
 
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
-        for message in handle.feed.due(now):
-            if handle.room.spectators:
-                self.broadcast(self._conns(handle.room.spectators), message)
+        released = handle.feed.due(now)
+        spectators = handle.room.spectators
+        if released and spectators:
+            conns = self._conns(spectators)
+            for message in released:
+                self.broadcast(conns, message)
         due = handle.feed.next_release_ms()
         if due is not None and _FEED_TIMER not in handle.timers:
             self._set_timer(handle, _FEED_TIMER, due)
@@ -405,7 +500,7 @@ class Hub:
                 if name == _FEED_TIMER:
                     self._release_feed(handle, now)
                 else:
-                    self.run(handle, handle.room.on_timer(name, now))
+                    self.enter(handle, inputs.TimerFired(name, now))
         except Exception:
             logs.failure("timer_failed", room=handle.room.code, timer=name)
 
@@ -413,6 +508,8 @@ class Hub:
         for timer in handle.timers.values():
             timer.cancel()
         handle.timers.clear()
+        if self.journal is not None:
+            self.journal.forget(handle.room.code)
         self.handles.pop(handle.room.code, None)
         self.lobby.forget_room(handle.room.code)
         logs.event("room_closed", room=handle.room.code)
@@ -426,30 +523,45 @@ class Hub:
         dealt: DealtGame | None = None
         key = (request.rules, request.difficulty)
         started = time.perf_counter()
+        if not practice:
+            self._start_rates.setdefault(key, StartRate()).started(self.now_ms())
         try:
             if not practice and self._prepared.get(key):
                 dealt = self._prepared[key].popleft()
             else:
-                dealt = await self._loop.run_in_executor(
-                    self.executor, deal_for_seed, request.seed, request.rules, request.difficulty
-                )
+                # A room waits for this one: dealt at normal priority (deal_now), and no
+                # refill is handed to the workers meanwhile (see _fill).
+                self._urgent += 1
+                self._no_urgent.clear()
+                try:
+                    dealt = await self._loop.run_in_executor(
+                        self.executor, deal_now, request.seed, request.rules, request.difficulty
+                    )
+                finally:
+                    self._urgent -= 1
+                    if not self._urgent:
+                        self._no_urgent.set()
         except Exception as exc:
             logs.event("deal_failed", level=logging.WARNING, room=handle.room.code, reason=str(exc))
             if not handle.room.closed:
                 reason = codec.printable_line(f"cannot deal: {exc}")
-                self.run(handle, handle.room.deal_failed(request.ticket, reason))
+                self.enter(handle, inputs.DealFailed(request.ticket, reason, self.now_ms()))
             return
         self.metrics.deal_seconds.observe(time.perf_counter() - started)
         if not practice:
             self._prepare_ahead(key)
         if not handle.room.closed and not self.closing:
-            self.run(handle, handle.room.deal_ready(request.ticket, dealt, self.now_ms()))
+            with self.batch:  # room_state and race_start: one write per member
+                self.enter(handle, inputs.Dealt(request.ticket, dealt, self.now_ms()))
 
-    async def _carry(self, handle: RoomHandle, outputs: Awaitable[list[Output]]) -> None:
-        """Carry out a room's outputs once they are ready, if the room is still open."""
-        ready = await outputs
-        if not handle.room.closed and not self.closing:
-            self.run(handle, ready)
+    async def _carry(
+        self, handle: RoomHandle, given: Awaitable[inputs.Input | None]
+    ) -> None:
+        """Enter a room's input once it is ready, if the room is still open."""
+        ready = await given
+        if ready is not None and not handle.room.closed and not self.closing:
+            with self.batch:
+                self.enter(handle, ready)
 
     async def _deal_in_pool(self, seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
         return await self._loop.run_in_executor(
@@ -467,20 +579,38 @@ class Hub:
             await asyncio.sleep((day_end_ms(day_of(now)) - now) / 1000 + 0.001)
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
-        """Keep a few deals ready per rule set, so most starts need no solving at all."""
+        """Keep deals ready per rule set, so most starts need no solving at all."""
         if self.settings.deals_ahead <= 0 or key in self._preparing or self.closing:
             return
         self._preparing.add(key)
         self.spawn(self._fill(key))
 
+    def pool_target(self, key: tuple[Rules, Difficulty]) -> int:
+        """How many deals to keep ready for ``key``, from the starts seen lately."""
+        rate = self._start_rates.get(key)
+        peak = rate.peak(self.now_ms()) if rate is not None else 0
+        return pool_target(peak, self.settings.deals_ahead, POOL_CEILING)
+
     async def _fill(self, key: tuple[Rules, Difficulty]) -> None:
         queue = self._prepared.setdefault(key, deque())
+        # All workers but one at once: a pool emptied by a burst refills in parallel (at
+        # idle priority, never at the expense of the loop), and a worker stays free for
+        # a room that finds the pool empty.  Refills wait while such a room waits: the
+        # workers take jobs in order, and an idle-priority deal may take long to finish.
+        workers = max(1, self.settings.deal_workers - 1)
         try:
-            while len(queue) < self.settings.deals_ahead and not self.closing:
-                dealt = await self._loop.run_in_executor(
-                    self.executor, deal_for_seed, ids.seed(), key[0], key[1]
-                )
-                queue.append(dealt)
+            while not self.closing:
+                await self._no_urgent.wait()
+                missing = self.pool_target(key) - len(queue)
+                if missing <= 0:
+                    break
+                batch = [
+                    self._loop.run_in_executor(
+                        self.executor, deal_for_seed, ids.seed(), key[0], key[1]
+                    )
+                    for _ in range(min(missing, workers))
+                ]
+                queue.extend(await asyncio.gather(*batch))
         except Exception:
             logs.failure("prepare_deal_failed")
         finally:
@@ -515,6 +645,7 @@ class Hub:
     def connection_lost(self, conn: Connection) -> None:
         """The socket is gone: its player keeps the seat for the grace period."""
         self.connections.pop(conn, None)
+        self.held.pop(conn, None)
         self.apply(conn, self.lobby.connection_lost(conn, self.now_ms()))
 
     # ---- the move fast path ----------------------------------------------------------
@@ -554,7 +685,13 @@ class Hub:
         except ProtocolError as exc:
             self.error(conn, exc.code, exc.message, ref=_MOVE_TAG, seq=exc.seq or seq)
             return True
-        conn.send(move_result_msgpack(outcome))
+        journal = self.journal
+        if journal is None:
+            conn.send(move_result_msgpack(outcome))
+        else:
+            if outcome[FRESH]:  # a resend changed nothing: nothing to log
+                journal.record_move(room.code, pid, seq, action, position, now_ms)
+            self._put(conn, move_result_msgpack(outcome))
         hot = self.metrics.hot
         hot.frames_sent += 1
         reason = outcome[REASON]
@@ -580,6 +717,11 @@ class Hub:
     def handle(self, conn: Connection, message: m.ClientMessage) -> CloseCode | None:
         """Check one decoded message against the life cycle and act on it; the close code
         when the connection must go."""
+        held = self.held.get(conn)
+        if held is not None:  # its hello is being checked: in order, after it
+            if not held.add(message):
+                self.error(conn, ErrorCode.RATE_LIMITED, ref=message.TAG)
+            return None
         refusal = self.lobby.refusal(conn, message.TAG)
         seq = message.seq if isinstance(message, m.MoveRequest) else None
         if refusal is not None:
@@ -609,7 +751,6 @@ class Hub:
             m.Join: self._join,
             m.Sync: lambda conn, msg, now: self.apply(conn, lobby.sync(conn, now)),
             m.MoveRequest: self._move,
-            m.UpdateOptions: self._update_options,
         }
 
     def _join(self, conn: Connection, join: m.Join, now: int) -> CloseCode | None:
@@ -635,16 +776,56 @@ class Hub:
         if bucket is not None and extra > 0 and not bucket.spend(now, extra):
             self.error(conn, ErrorCode.RATE_LIMITED, ref=msg.TAG)
             return
-        conn.send(frame)
+        self._put(conn, frame)
         self.metrics.hot.frames_sent += 1
 
     def _hello(self, conn: Connection, hello: m.Hello, now: int) -> None:
-        new = NewPlayer(ids.player_id(), ids.reconnect_token())
+        if hello.token is not None and hello.token in self.lobby.sessions:
+            self._welcome(conn, hello, None, now)  # resumed: the session proved its name
+            return
+        self.held[conn] = Held()
+        self.spawn(self._check_hello(conn, hello))
+
+    async def _check_hello(self, conn: Connection, hello: m.Hello) -> None:
+        """A new session's name checked against the claims, then welcomed or refused."""
+        try:
+            account = await self.claims.account_for(hello, conn.address, self.now_ms())
+        except ProtocolError as exc:
+            self.error(conn, exc.code, exc.message, ref=hello.TAG)
+            logs.event("hello_refused", conn=conn.conn_id, code=int(exc.code), address=conn.address)
+        except Exception:
+            logs.failure("handler_failed", conn=conn.conn_id, message=hello.TAG)
+            self.error(conn, ErrorCode.INTERNAL_ERROR, ref=hello.TAG)
+        else:
+            if conn in self.connections:
+                self._welcome(conn, hello, account, self.now_ms())
+        finally:
+            self._release(conn)
+
+    def _welcome(self, conn: Connection, hello: m.Hello, account: str | None, now: int) -> None:
+        new = NewPlayer(ids.player_id(), ids.reconnect_token(), account)
         self.apply(conn, self.lobby.hello(conn, hello, new, now))
         session = self.lobby.session_of(conn)
+        if session is not None and session.credit is None:
+            session.credit = self.connections.get(conn)  # as the reader does after a hello
         player = session.identity.player_id if session else new.player_id
+        guest = session.identity.account is None if session else True
         resumed = player != new.player_id
-        logs.event("hello", conn=conn.conn_id, player=player, resumed=resumed, address=conn.address)
+        logs.event(
+            "hello", conn=conn.conn_id, player=player, resumed=resumed, guest=guest,
+            address=conn.address,
+        )
+
+    def _release(self, conn: Connection) -> None:
+        """Handle what ``conn`` sent while its hello was checked (a second hello holds again)."""
+        held = self.held.pop(conn, None)
+        for message in held.messages if held is not None else ():
+            if conn not in self.connections:
+                return
+            close = self.handle(conn, message)
+            if close is not None:
+                self.spawn(conn.close(close))
+                return
 
     def _in_room_of(self, conn: Connection) -> tuple[RoomHandle, str]:
         session = self.lobby.session_of(conn)
@@ -658,18 +839,17 @@ class Hub:
         call = _ROOM_CALLS.get(type(msg))
         if call is None:
             raise ProtocolError(ErrorCode.NOT_ALLOWED_NOW)
-        self.run(handle, call(handle.room, pid, msg, now))
-
-    def _update_options(self, conn: Connection, msg: m.UpdateOptions, now: int) -> None:
-        handle, pid = self._in_room_of(conn)
-        outputs = handle.room.update_options(pid, msg.options)
-        handle.feed.delay_ms = msg.options.spectator_delay_s * 1000
-        self.run(handle, outputs)
+        self.enter(handle, call(pid, msg, now))
+        if isinstance(msg, m.UpdateOptions):
+            handle.feed.delay_ms = msg.options.spectator_delay_s * 1000
 
     def _move(self, conn: Connection, msg: m.MoveRequest, now: int) -> None:
         handle, pid = self._in_room_of(conn)
         started = self._move_started()
-        outputs = handle.room.move(pid, msg, now)
+        given = inputs.Moved(pid, msg.seq, msg.action, msg.position, now)
+        outputs = inputs.apply(handle.room, given)
+        if self.journal is not None:
+            self.journal.record(handle.room.code, given)
         self.run(handle, outputs)
         first = outputs[0] if outputs else None
         if isinstance(first, Send) and isinstance(first.message, m.MoveResult):
@@ -679,18 +859,24 @@ class Hub:
 
     # ---- shutdown ------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Stop: end running races, store them (then they are announced), tell everyone
-        and close."""
+        """Stop: with a journal, log the stop and commit everything, so that the next
+        start resumes every room; without one, end running races and store them.  Then
+        tell everyone and close."""
         self.closing = True
         now = self.now_ms()
         for handle in list(self.handles.values()):
             try:
-                self.run(handle, handle.room.abort(now))
+                if self.journal is None:
+                    self.run(handle, handle.room.abort(now))
+                else:
+                    self.enter(handle, inputs.Halted(now))
             except Exception:
                 logs.failure("abort_failed", room=handle.room.code)
             for timer in handle.timers.values():
                 timer.cancel()
             handle.timers.clear()
+        if self.journal is not None:
+            await self.journal.close()
         # The aborted races' race_over frames wait for their write, so write first.
         await self.writer.close(self.settings.shutdown_timeout_s)
         closers = [

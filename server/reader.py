@@ -54,8 +54,10 @@ class ConnectionReader:
     def deadline(self) -> tuple[float, CloseCode] | None:
         """Before ``hello`` and outside a room a silent connection is closed."""
         session = self.hub.lobby.session_of(self.conn)
-        if session is None:
+        if session is None and self.conn not in self.hub.held:
             return self.settings.hello_timeout_s, CloseCode.HELLO_TIMEOUT
+        if session is None:  # a hello being checked ends, most likely, in a welcome
+            return self.settings.idle_timeout_s, CloseCode.IDLE_TIMEOUT
         if session.room is None:
             return self.settings.idle_timeout_s, CloseCode.IDLE_TIMEOUT
         # In a room, a quiet spectator is normal: the heartbeat finds dead sockets.

@@ -2,7 +2,8 @@
 
 :func:`add_web_routes` registers ``/`` (public rooms, create and join),
 ``/play/{code}`` (the player's page), ``/watch/{code}`` (a live race),
-``/races/{race_id}`` (a stored race replayed), ``/daily`` (the daily deal), the static files
+``/races/{race_id}`` (a stored race replayed), ``/daily`` (the daily deal),
+``/players/{name}`` (a claimed player's profile), ``/leaderboard``, the static files
 under ``/static/`` and ``/api/protocol.schema.json`` (the JSON Schema of every
 message, built from the codec's own schema).  The pages are static files:
 everything live comes from the JSON WebSocket subprotocol and the ``/api``
@@ -73,6 +74,18 @@ async def race_page(request: web.Request) -> web.StreamResponse:
     return _page("race.html")
 
 
+async def player_page(request: web.Request) -> web.StreamResponse:
+    """``/players/{name}``: a claimed player's figures, rating chart and recent races."""
+    if not 1 <= len(request.match_info["name"]) <= 64:
+        raise web.HTTPNotFound(text="A player name is 1 to 64 characters.\n")
+    return _page("player.html")
+
+
+async def leaderboard_page(request: web.Request) -> web.StreamResponse:
+    """``/leaderboard``: claimed players by rating."""
+    return _page("leaderboard.html")
+
+
 async def daily_page(request: web.Request) -> web.StreamResponse:
     """``/daily``: today's daily deal and a day's leaderboards."""
     return _page("daily.html")
@@ -100,6 +113,8 @@ def add_web_routes(app: web.Application) -> None:
     app.router.add_get("/watch/{code}", watch_page, name="web-watch")
     app.router.add_get("/races/{race_id}", race_page, name="web-race")
     app.router.add_get("/daily", daily_page, name="web-daily")
+    app.router.add_get("/players/{name}", player_page, name="web-player")
+    app.router.add_get("/leaderboard", leaderboard_page, name="web-leaderboard")
     app.router.add_get("/api/protocol.schema.json", protocol_schema, name="protocol-schema")
     app.router.add_static("/static/", STATIC_DIR, name="static", append_version=False)
     app.on_response_prepare.append(_static_headers)

@@ -13,10 +13,14 @@ from tests import pgutil
 def _private_state_dir(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Clients keep reconnect tokens under ``$XDG_STATE_HOME`` and servers their default
-    database and fallback file under ``$XDG_DATA_HOME``: never the real ones in tests."""
+    """Clients keep reconnect tokens under ``$XDG_STATE_HOME`` and the saved name under
+    ``$XDG_CONFIG_HOME``, servers their default database and fallback file under
+    ``$XDG_DATA_HOME``: never the real ones in tests."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+    # ... and the keys of claimed names under $XDG_CONFIG_HOME.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture(scope="session")

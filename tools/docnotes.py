@@ -132,6 +132,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Hello", "token"): "reconnect token from an earlier `welcome`, to resume",
     ("Hello", "bot"): "true for programs; bots are labelled as such to everyone",
     ("Hello", "client"): "client software name and version, for logs",
+    ("Hello", "key"): "the secret key of a claimed name (docs/players.md): with it, a name "
+    "nobody has claimed becomes yours; a claimed name needs its key. Never shown to anyone",
     ("CreateRoom", "options"): "the room's options",
     ("Join", "code"): "room code (as shown by `room_state.code`)",
     ("Join", "role"): "join to race or to watch",
@@ -269,6 +271,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Member", "bot"): "a program",
     ("Member", "ready"): "ready flag (lobby), or asked for a rematch (finished)",
     ("Member", "connected"): "false while the player is disconnected (seat kept)",
+    ("Member", "guest"): "true unless the player proved a claimed name with its key "
+    "(docs/players.md); bots are guests unless they claimed one",
     ("Member", "ghost"): "a stored run the server replays (player id `ghost-1`, ...), not a "
     "person: show it marked as a ghost",
     ("RoomSummary", "code"): "room code",
@@ -320,6 +324,14 @@ ERROR_NOTES: Final[dict[ErrorCode, str]] = {
     "start a solo race",
     ErrorCode.ALREADY_RACING: "never sent by this server: a player still seated in the room "
     "gets 104, and one who left a running race is out of it and may watch it at once",
+    ErrorCode.NAME_CLAIMED: "answers a `hello` without `key` (and without a `token` that "
+    "resumes a session) whose name, compared after NFKC and case folding, someone claimed; "
+    "the connection stays open for another `hello`",
+    ErrorCode.WRONG_KEY: "answers a `hello` whose `key` does not match the claimed name; "
+    "it counts as a guess",
+    ErrorCode.TOO_MANY_GUESSES: "answers a `hello` with a `key` for a claimed name after 5 "
+    "wrong keys for that name, or 10 from the address, within 60 s: the key is not even "
+    "checked until the window has passed",
     ErrorCode.DAILY_PLAYED: "answers `start` in a daily attempt's room when the claimed name "
     "has started an attempt at today's deal before (on any connection); the room is back in "
     "its lobby",

@@ -17,10 +17,12 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from client_cli.client import ClientError, GameClient
+from client_cli.names import BadName, save_name
 from client_cli.seats import SeatFiles
 from client_cli.tui.base import ClientScreen
 from client_cli.tui.home import HomeScreen
 from client_cli.tui.lobby import LobbyScreen
+from client_cli.tui.name import NameScreen
 from client_cli.tui.race import RaceScreen
 from client_cli.tui.results import ResultsScreen
 from client_cli.tui.watch import WatchScreen
@@ -45,16 +47,43 @@ class TriPeaksApp(App[int]):
         start: str = "home",
         code: str | None = None,
         options: m.RoomOptions | None = None,
+        ask_name: bool = False,
+        warning: str = "",
     ) -> None:
+        """``ask_name``: nobody chose ``name`` (the first run): ask before connecting.
+        ``warning``: a problem with the saved name, shown once."""
         super().__init__()
         self.url = url
         self.start_with = start
         self.start_code = code
         self.start_options = options
+        self.ask_name = ask_name
+        self.warning = warning
         self.client = GameClient(url, name, self.on_client_event, seats=SeatFiles(url))
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
+        if self.warning:
+            self.notify(self.warning, title="saved name", severity="warning", timeout=10)
+        if self.ask_name:
+            self.push_screen(NameScreen(self.client.session.name), self._name_chosen)
+        else:
+            self._start_network()
+
+    def _name_chosen(self, chosen: tuple[str, bool] | None) -> None:
+        """The first run's answer: race under it, and keep it when asked to."""
+        if chosen is not None:
+            name, save = chosen
+            self.client.session.name = name
+            if save:
+                try:
+                    save_name(name)
+                except BadName as exc:
+                    self.notify(f"{exc}; racing as {name} this time", severity="warning",
+                                timeout=10)
+        self._start_network()
+
+    def _start_network(self) -> None:
         self.run_worker(self._network(), group="net", exit_on_error=False)
 
     async def _network(self) -> None:
@@ -97,6 +126,12 @@ class TriPeaksApp(App[int]):
             self.notify("Connection lost; reconnecting…", severity="warning", timeout=3)
         elif event == "closed":
             self.notify(f"Disconnected: {detail}", severity="error", timeout=10)
+        elif event == "renamed":
+            self.notify(
+                f"Another player in this room is called {self.client.session.name}: you are "
+                f"seated as {detail}. Start with --name NAME to race under your own name.",
+                title="name taken", severity="warning", timeout=12,
+            )
         elif event == "left" and isinstance(detail, m.Left):
             self.notify(f"Left room {detail.code} ({detail.reason.value.replace('_', ' ')}).")
         self._follow_phase(event)

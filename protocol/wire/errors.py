@@ -67,6 +67,9 @@ class ErrorCode(enum.IntEnum):
     BAD_SEED = 116
     ALREADY_RACING = 117
     KICKED = 118
+    NAME_CLAIMED = 119
+    WRONG_KEY = 120
+    TOO_MANY_GUESSES = 121
     DAILY_PLAYED = 130
     DAILY_SOLO = 131
     GHOST_UNAVAILABLE = 132
@@ -120,6 +123,11 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.ALREADY_RACING: "that player is racing in this room and cannot spectate it",
     ErrorCode.KICKED: "the host removed you from this room; you may take a seat again once "
     "its next race has started",
+    ErrorCode.NAME_CLAIMED: "that name is claimed: send its key in hello, or choose another "
+    "name",
+    ErrorCode.WRONG_KEY: "that key is not the key of this claimed name",
+    ErrorCode.TOO_MANY_GUESSES: "too many wrong keys for this name or from your address; "
+    "wait a minute",
     ErrorCode.DAILY_PLAYED: "you have played today's daily deal already; it opens again tomorrow "
     "(UTC)",
     ErrorCode.DAILY_SOLO: "a daily attempt is solo and fixed: nobody can join it, its options "

@@ -235,6 +235,7 @@ def _record_defs(defs: dict[str, Any]) -> dict[str, Any]:
         "finish_ms": _nullable(ms), "cleared": standing["cleared"],
         "moves": standing["moves"], "draws": standing["moves"], "undos": standing["undos"],
         "penalty_ms": standing["penalty_ms"],
+        "account": _nullable(standing["name"]),
     }
     summary = {
         "record_version": {"const": RECORD_VERSION},
@@ -244,6 +245,7 @@ def _record_defs(defs: dict[str, Any]) -> dict[str, Any]:
         "practice": over["practice"], "seed": over["seed"], "commitment": over["commitment"],
         "wrap": over["wrap"], "empty_waste": over["empty_waste"], "candidate": over["candidate"],
         "par": over["par"], "started_at_ms": ms, "ended_at_ms": ms,
+        "ended_by": _nullable(over["ended_by"]),
     }
     players = {"type": "array", "maxItems": m.MAX_PLAYERS}
     return {

@@ -42,6 +42,8 @@ PlayerId = Annotated[str, Text(1, 40)]
 RoomCode = Annotated[str, Text(1, 16)]
 RaceId = Annotated[str, Text(1, 64)]
 Token = Annotated[str, Text(1, 64)]
+#: A claimed name's secret key: 22 to 64 URL-safe base64 characters (at least 128 bits).
+Key = Annotated[str, Pattern("[A-Za-z0-9_-]{22,64}", 64)]
 Seed = Annotated[str, Text(1, 64)]
 Commitment = Annotated[str, Pattern("[0-9a-f]{64}", 64)]
 Count = Annotated[int, Int(0, MAX_SAFE_INT)]
@@ -173,6 +175,7 @@ class Member:
     bot: bool
     ready: bool
     connected: bool
+    guest: bool = True
     #: A stored run replayed by the server, not a person (see "Ghost races").
     ghost: bool = False
 
@@ -291,6 +294,7 @@ class Hello:
     token: Token | None = None
     bot: bool = False
     client: Annotated[str, Text(0, 40)] = ""
+    key: Key | None = None
 
 
 @dataclass(frozen=True, slots=True)

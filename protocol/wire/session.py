@@ -99,8 +99,11 @@ class ClientSession:
         client: str = "",
         token: str | None = None,
         encoding: codec.Encoding = codec.Encoding.MSGPACK,
+        key: str | None = None,
     ) -> None:
         self.name = name
+        #: The claimed name's secret key, sent in every ``hello`` (docs/players.md).
+        self.key = key
         self.bot = bot
         self.client = client
         #: The reconnect token: sent in ``hello``, replaced by each ``welcome``.
@@ -128,7 +131,7 @@ class ClientSession:
         self.state = SessionState.HELLO_SENT
         hello = m.Hello(
             name=self.name, version=m.PROTOCOL_VERSION, token=self.token, bot=self.bot,
-            client=self.client,
+            client=self.client, key=self.key,
         )
         return codec.encode(hello, self.encoding)
 

@@ -114,9 +114,11 @@ def ghost_id(index: int) -> str:
 
 
 def ghost_members(runs: Sequence[GhostRun]) -> tuple[Member, ...]:
-    """The ghosts as the room's members show them: always ready and connected, marked."""
+    """The ghosts as the room's members show them: always ready and connected, marked
+    (as ghosts, not guests)."""
     return tuple(
-        Member(ghost_id(i), run.name, False, True, True, ghost=True) for i, run in enumerate(runs)
+        Member(ghost_id(i), run.name, False, True, True, guest=False, ghost=True)
+        for i, run in enumerate(runs)
     )
 
 

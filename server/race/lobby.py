@@ -17,6 +17,7 @@ lobby only compares them.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Iterable
@@ -27,6 +28,7 @@ from protocol.wire import lifecycle
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from server.race.daily import daily_options
+from server.race.inputs import Dropped, Joined, Opened, Returned, apply, open_room
 from server.race.outputs import (
     C,
     InRoom,
@@ -58,6 +60,18 @@ class Session(Generic[C]):
     #: The player's credit (set by the shell at the first ``hello``): it follows the
     #: player across connections, so reconnecting never refills it.
     credit: CreditBucket | None = None
+    #: For a session rebuilt after a restart and not reclaimed yet: its token's digest
+    #: (the token itself was never stored).
+    digest: str | None = None
+
+
+def token_digest(token: str) -> str:
+    """What is stored of a reconnect token: its SHA-256, in hex.
+
+    Tokens are 192 random bits, so no salt or slow hash is needed: nobody can
+    guess a token from its digest, and a copy of the database hands out no seat.
+    """
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +80,8 @@ class NewPlayer:
 
     player_id: str
     token: str
+    #: The claimed name the hello proved (checked by the shell); None for a guest.
+    account: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +102,8 @@ class Lobby(Generic[C]):
         self.sessions: dict[str, Session[C]] = {}  # by token
         self.by_player: dict[str, Session[C]] = {}
         self.by_conn: dict[C, Session[C]] = {}
+        #: Sessions rebuilt after a restart, by token digest, until their token comes back.
+        self.restored: dict[str, Session[C]] = {}
         self._created: Counter[C] = Counter()
 
     # ---- queries ---------------------------------------------------------------
@@ -130,11 +148,12 @@ class Lobby(Generic[C]):
         self, conn: C, hello: m.Hello, new: NewPlayer, now_ms: int
     ) -> list[LobbyOutput[C]]:
         """``conn`` says who it is: a session resumed by token, or a new one with ``new``."""
-        session = self.sessions.get(hello.token) if hello.token else None
+        session = self._by_token(hello.token) if hello.token else None
         resumed = session is not None
         outputs: list[LobbyOutput[C]] = []
         if session is None:
-            session = Session(Identity(new.player_id, hello.name, hello.bot), new.token)
+            who = Identity(new.player_id, hello.name, hello.bot, new.account)
+            session = Session(who, new.token)
             self.sessions[session.token] = session
             self.by_player[new.player_id] = session
         elif session.conn is not None and session.conn is not conn:
@@ -153,8 +172,20 @@ class Lobby(Generic[C]):
             return outputs
         if who.player_id in room.spectators:
             outputs.append(Retune(conn, m.Role.SPECTATOR))
-        outputs.append(InRoom(room.code, room.reconnect(who.player_id, now_ms)))
+        back = Returned(who.player_id, now_ms)
+        outputs.append(InRoom(room.code, apply(room, back), back))
         return outputs
+
+    def _by_token(self, token: str) -> Session[C] | None:
+        """The session of ``token``, a rebuilt one included (it takes its token back)."""
+        session = self.sessions.get(token)
+        if session is not None:
+            return session
+        session = self.restored.pop(token_digest(token), None)
+        if session is not None:
+            session.token, session.digest = token, None
+            self.sessions[token] = session
+        return session
 
     def connection_lost(self, conn: C, now_ms: int) -> list[LobbyOutput[C]]:
         """``conn`` is gone: its player keeps the seat for the grace period."""
@@ -167,7 +198,8 @@ class Lobby(Generic[C]):
         if room is None:
             self._forget_session(session)
             return []
-        return [InRoom(room.code, room.disconnect(session.identity.player_id, now_ms))]
+        dropped = Dropped(session.identity.player_id, now_ms)
+        return [InRoom(room.code, apply(room, dropped), dropped)]
 
     def detach(self, code: str, player_id: str) -> list[LobbyOutput[C]]:
         """Room ``code`` says ``player_id`` is no longer in it."""
@@ -182,6 +214,8 @@ class Lobby(Generic[C]):
 
     def _forget_session(self, session: Session[C]) -> None:
         self.sessions.pop(session.token, None)
+        if session.digest is not None:
+            self.restored.pop(session.digest, None)
         if self.by_player.get(session.identity.player_id) is session:
             del self.by_player[session.identity.player_id]
 
@@ -200,12 +234,12 @@ class Lobby(Generic[C]):
         if options.daily:
             options = daily_options(options)
         code = next(code for code in codes if code not in self.rooms)
-        room = Room(code, options, session.identity, now_ms, self.timings)
+        given = Opened(code, options, session.identity, token_digest(session.token), now_ms)
+        room = open_room(given, self.timings)
         self.rooms[code] = room
         self._created[conn] += 1
         session.room = code
-        room.version += 1
-        opened = RoomOpened(code, session.identity.player_id, options.public)
+        opened = RoomOpened(code, session.identity.player_id, options.public, given)
         return [opened, Reply(room.state(m.Role.PLAYER))]
 
     def join(self, conn: C, join: m.Join, code: str, now_ms: int) -> list[LobbyOutput[C]]:
@@ -215,11 +249,14 @@ class Lobby(Generic[C]):
         if room is None or room.closed:
             raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room has the code {join.code!r}")
         pid = session.identity.player_id
-        outputs = room.join(session.identity, join.role, now_ms)
+        given = Joined(session.identity, token_digest(session.token), join.role, now_ms)
+        outputs = apply(room, given)
         session.room = room.code
         if join.role is not m.Role.SPECTATOR:
-            return [InRoom(room.code, outputs)]
-        return [Retune(conn, m.Role.SPECTATOR), InRoom(room.code, [*outputs, Snapshot(pid)])]
+            return [InRoom(room.code, outputs, given)]
+        return [
+            Retune(conn, m.Role.SPECTATOR), InRoom(room.code, [*outputs, Snapshot(pid)], given)
+        ]
 
     def sync(self, conn: C, now_ms: int) -> list[LobbyOutput[C]]:
         """Everything ``conn``'s member needs to catch up with its room."""
@@ -232,6 +269,15 @@ class Lobby(Generic[C]):
             return [InRoom(room.code, room.spectator_sync(pid))]
         state, resync = room.state(m.Role.PLAYER), room.resync(pid, now_ms)
         return [InRoom(room.code, [Send(pid, state), Send(pid, resync)])]
+
+    def restore(self, room: Room, members: Iterable[tuple[Identity, str]]) -> None:
+        """Take back ``room``, rebuilt after a restart, with its members' sessions
+        (identity and token digest), each waiting for its token in a ``hello``."""
+        self.rooms[room.code] = room
+        for identity, digest in members:
+            session: Session[C] = Session(identity, "", room=room.code, digest=digest)
+            self.restored[digest] = session
+            self.by_player[identity.player_id] = session
 
     def forget_room(self, code: str) -> None:
         """Room ``code`` closed: its code is free again."""

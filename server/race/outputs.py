@@ -10,7 +10,7 @@ asked, and carry a room's outputs in :class:`InRoom`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from protocol.deals.dealer import Difficulty
@@ -20,6 +20,13 @@ from server.race.records import RaceRecord
 
 #: A connection, as the lobby knows it: an opaque key the shell chose.
 C = TypeVar("C")
+
+
+class Logged:
+    """Base of the room inputs (:mod:`server.race.inputs`) that a lobby output carries
+    for the shell to log before carrying the output out."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +185,8 @@ class RoomOpened:
     code: str
     host: str
     public: bool
+    #: The :class:`~server.race.inputs.Opened` input that made the room.
+    logged: Logged | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +195,8 @@ class InRoom:
 
     code: str
     outputs: Sequence[Output]
+    #: The room input these outputs came from, when it changed the room (to be logged).
+    logged: Logged | None = field(default=None, compare=False)
 
 
 LobbyOutput = Reply | Replace[C] | Retune[C] | RoomOpened | InRoom

@@ -86,6 +86,8 @@ class PlayerResult:
     undos: int
     penalty_ms: int
     log: tuple[MoveLogEntry, ...]
+    #: The claimed name the player raced under (normalised, docs/players.md); None: a guest.
+    account: str | None = None
 
     def to_json(self, *, with_log: bool = True) -> dict[str, Any]:
         """The result as a JSON-able dict; summaries leave the log out."""
@@ -101,6 +103,7 @@ class PlayerResult:
             "draws": self.draws,
             "undos": self.undos,
             "penalty_ms": self.penalty_ms,
+            "account": self.account,
         }
         if with_log:
             doc["log"] = [entry.to_json() for entry in self.log]
@@ -129,6 +132,7 @@ class PlayerResult:
             undos=_int(doc, "undos"),
             penalty_ms=_int(doc, "penalty_ms"),
             log=tuple(MoveLogEntry.from_json(entry) for entry in log),
+            account=_opt_str(doc, "account"),
         )
 
 
@@ -154,6 +158,8 @@ class RaceRecord:
     started_at_ms: int  # unix ms of the race clock start
     ended_at_ms: int
     players: tuple[PlayerResult, ...]  # in rank order
+    #: Why the race ended (``race_over.ended_by``); None in records stored before it was kept.
+    ended_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The full record, logs included, as served by ``GET /api/races/{id}``."""
@@ -184,6 +190,7 @@ class RaceRecord:
             "par": self.par,
             "started_at_ms": self.started_at_ms,
             "ended_at_ms": self.ended_at_ms,
+            "ended_by": self.ended_by,
             "players": [player.to_json(with_log=False) for player in self.players],
         }
 
@@ -218,6 +225,7 @@ class RaceRecord:
             started_at_ms=_int(doc, "started_at_ms"),
             ended_at_ms=_int(doc, "ended_at_ms"),
             players=tuple(PlayerResult.from_json(player) for player in players),
+            ended_by=_opt_str(doc, "ended_by"),
         )
 
 

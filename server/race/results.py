@@ -6,7 +6,8 @@ Pure: both are built from the race, its deal and the room options.
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, fields
+from collections.abc import Mapping
+from dataclasses import asdict, fields, replace
 
 from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame
@@ -23,16 +24,22 @@ def race_outcome(
     room_code: str,
     options: RoomOptions,
     now_ms: int,
+    accounts: Mapping[str, str] | None = None,
     *,
     ghosts: frozenset[str] = frozenset(),
     daily: str | None = None,
 ) -> tuple[RaceOver, RaceRecord]:
     """The ``race_over`` frame and the record to store, for a race that just ended.
 
+    ``accounts`` are the claimed names of the players who proved one, by player id;
     ``ghosts`` are the racers replaying stored runs; for a ``daily`` attempt the frame
     keeps the day's seed, deal and winning line back (the record holds them).
     """
-    results = race.results()
+    claimed = accounts or {}
+    results = tuple(
+        replace(r, account=claimed.get(r.player_id)) if r.player_id in claimed else r
+        for r in race.results()
+    )
     standings = tuple(
         Standing(
             player_id=r.player_id,
@@ -85,6 +92,7 @@ def race_outcome(
         started_at_ms=race.start_ms,
         ended_at_ms=now_ms,
         players=results,
+        ended_by=ended_by.value,
     )
     return over, record
 

@@ -53,7 +53,15 @@ from protocol.wire.messages import (
     UndoPolicy,
 )
 from protocol.wire.messages import Left as LeftMessage
-from server.race.ghost import GHOST_TIMER, GhostRun, Ghosts, ghost_members, ghost_options
+from protocol.wire.names import account_of
+from server.race.ghost import (
+    GHOST_TIMER,
+    GhostError,
+    GhostRun,
+    Ghosts,
+    ghost_members,
+    ghost_options,
+)
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,
@@ -110,6 +118,8 @@ class Room:
         #: The fresh values of the last rematch request, for a rematch that a leave completes.
         self._rematch_fresh: Fresh | None = None
         self._dirty: set[str] = set()
+        #: The claimed names of the race under way's players, for its record.
+        self._accounts: dict[str, str] = {}
         self._shown = BoardsShown()
         self._progress_due: int | None = None
         self._last_progress_ms = 0
@@ -143,7 +153,14 @@ class Room:
             host_id=self.host_id,
             options=self.options,
             members=tuple(
-                Member(s.identity.player_id, s.identity.name, s.identity.bot, s.ready, s.connected)
+                Member(
+                    s.identity.player_id,
+                    s.identity.name,
+                    s.identity.bot,
+                    s.ready,
+                    s.connected,
+                    guest=s.identity.account is None,
+                )
                 for s in self.seats.values()
             ) + ghost_members(self.ghost_runs),
             spectators=len(self.spectators),
@@ -196,10 +213,14 @@ class Room:
         return [CancelTimer(EMPTY_TIMER), *self._state_changed()]
 
     def _distinct(self, who: Identity) -> Identity:
-        """``who`` under a name no member has: a second ``root`` sits as ``root (2)``."""
-        taken = {seat.identity.name for seat in self.seats.values()}
+        """``who`` under a name no member has: a second ``root`` sits as ``root (2)``.
+
+        Names are compared as claims are (``Ann`` and ``ＡＮＮ`` are one name), so a guest
+        and a claimed player of one name are told apart by more than the guest mark.
+        """
+        taken = {account_of(seat.identity.name) for seat in self.seats.values()}
         number, name = 1, who.name
-        while name in taken:
+        while account_of(name) in taken:
             number += 1
             suffix = f" ({number})"
             name = who.name[: MAX_NAME_LENGTH - len(suffix)] + suffix
@@ -380,7 +401,12 @@ class Room:
         pending = self._pending
         if pending is None or pending.ticket != ticket or self.phase is not Phase.COUNTDOWN:
             return []
-        self.options = ghost_options(self.options, runs)
+        try:
+            if not runs:
+                raise GhostError("no run to race")
+            self.options = ghost_options(self.options, runs)
+        except GhostError as exc:
+            return self.deal_failed(ticket, str(exc), ErrorCode.GHOST_UNAVAILABLE)
         self.ghost_runs = tuple(runs)
         pending.seed = runs[0].seed
         return [self._deal_request(pending.seed), *self._state_changed()]
@@ -446,6 +472,9 @@ class Room:
             time_limit_ms=limit_ms,
         )
         self.race, self.dealt, self.race_id = race, dealt, pending.race_id
+        self._accounts = {
+            pid: s.identity.account for pid, s in self.seats.items() if s.identity.account
+        }
         self.commitment = commitment(dealt.seed, dealt.rules)
         self.phase = racing
         self._dirty.clear()
@@ -537,6 +566,36 @@ class Room:
             if (seat is not None and not seat.connected) or pid in self.spectators_away:
                 return self.leave(pid, now_ms)
         return []
+
+    def resume(self, gap_ms: int, now_ms: int) -> list[Output]:
+        """The server is back after an outage of ``gap_ms``, this room rebuilt from its log.
+
+        The outage rule: the race clock pauses for the gap (every racer's time, the
+        time limit and a countdown move on by it, so nobody loses or gains against
+        another), and every member and spectator is away with a full reconnect grace
+        from ``now_ms``.  Every timer the room needs is set again.
+        """
+        outputs: list[Output] = []
+        race, pending = self.race, self._pending
+        if race is not None and not race.over:
+            race.start_ms += gap_ms
+            outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+        if race is not None and not race.over:
+            outputs += self._ghost_timer()
+        if pending is not None and pending.dealt is None:
+            # The deal was being solved (or the ghosts' runs read) when the server
+            # stopped: ask again.
+            if self.options.ghosts and not self.ghost_runs:
+                outputs.append(LoadGhosts(pending.ticket, self.options.ghosts))
+            else:
+                outputs.append(self._deal_request(pending.seed))
+        elif pending is not None and pending.start_at_ms is not None:
+            pending.start_at_ms += gap_ms
+            outputs.append(SetTimer(COUNTDOWN_TIMER, pending.start_at_ms))
+        self._progress_due = None  # its timer went with the old process; re-armed below
+        for pid in [*self.spectators, *self.seats]:
+            outputs += self.disconnect(pid, now_ms)
+        return outputs + self._maybe_empty(now_ms)
 
     def abort(self, now_ms: int) -> list[Output]:
         """The server is shutting down: end a running race and store it as it stands."""
@@ -646,7 +705,7 @@ class Room:
         outputs = self._flush_progress(now_ms, final=True)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(
-            race, dealt, race_id, ended_by, self.code, self.options, now_ms,
+            race, dealt, race_id, ended_by, self.code, self.options, now_ms, self._accounts,
             ghosts=frozenset(self._ghosts.ids if self._ghosts else ()), daily=self.daily_day,
         )
         outputs.append(CancelTimer(GHOST_TIMER))

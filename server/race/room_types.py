@@ -21,6 +21,9 @@ class Identity:
     player_id: str
     name: str
     bot: bool = False
+    #: The claimed name proved with its key (:func:`server.race.identity.account_of`);
+    #: None for a guest.
+    account: str | None = None
 
 
 @dataclass(slots=True)

@@ -68,6 +68,22 @@ class SpectatorFeed(Generic[T]):
         a ``quiet`` frame only updates the snapshot (nobody watching needs it now)."""
         self._queue.append(_Queued(now_ms + self.delay_ms, key, frame, new_race, quiet))
 
+    def release_now(
+        self, frame: T, key: str | None = None, *, new_race: bool = False, quiet: bool = False
+    ) -> bool:
+        """:meth:`push` and :meth:`due` at once, for a feed without delay and with nothing
+        queued (the usual case, and the cheap one): True when ``frame`` is to be sent now.
+        The caller has checked :meth:`can_release_now`."""
+        if new_race:
+            self._snapshot.clear()
+        if key is not None:
+            self._snapshot[key] = frame
+        return not quiet
+
+    def can_release_now(self) -> bool:
+        """True when a frame pushed now would be due at once and first in line."""
+        return not self.delay_ms and not self._queue
+
     def next_release_ms(self) -> int | None:
         """When the next queued frame is due, or ``None`` when nothing is queued."""
         return self._queue[0].release_ms if self._queue else None
@@ -112,11 +128,14 @@ def spectator_view(racer: Racer, visible: int) -> BoardView:
     """``racer``'s board as spectators see it: their own view, with the face of every
     card not in ``visible`` shown as ``"??"`` (on the board and on the waste)."""
     view = racer.view()
-    peaks = racer.game.deal.peaks
-    board = tuple(
-        entry if entry is None or entry == HIDDEN or visible >> peaks[p] & 1 else HIDDEN
-        for p, entry in enumerate(view.board)
-    )
+    if visible == ALL_CARDS:
+        board = view.board
+    else:
+        # A list comprehension, not a generator: this runs for every board of every flush.
+        board = tuple([
+            entry if entry is None or entry == HIDDEN or visible >> card & 1 else HIDDEN
+            for entry, card in zip(view.board, racer.game.deal.peaks, strict=True)
+        ])
     top = racer.game.waste_top
     waste = view.waste_top if top is None or visible >> top & 1 else HIDDEN
     return BoardView(

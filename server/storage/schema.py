@@ -36,6 +36,7 @@ races = sa.Table(
     sa.Column("par", sa.Integer),
     sa.Column("started_at_ms", sa.BigInteger, nullable=False),
     sa.Column("ended_at_ms", sa.BigInteger, nullable=False),
+    sa.Column("ended_by", sa.Text),
 )
 race_players = sa.Table(
     "race_players",
@@ -52,6 +53,7 @@ race_players = sa.Table(
     sa.Column("draws", sa.Integer, nullable=False),
     sa.Column("undos", sa.Integer, nullable=False),
     sa.Column("penalty_ms", sa.BigInteger, nullable=False),
+    sa.Column("account", sa.Text),
 )
 race_moves = sa.Table(
     "race_moves",
@@ -67,6 +69,28 @@ race_moves = sa.Table(
     sa.Column("reason", sa.Integer),
     sa.Column("card", sa.Text),
 )
+#: Claimed names: the name as claimed, a slow hash of its key, the rating now.
+players = sa.Table(
+    "players",
+    metadata,
+    sa.Column("account", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("key_hash", sa.Text, nullable=False),
+    sa.Column("claimed_at_ms", sa.BigInteger, nullable=False),
+    sa.Column("mu", sa.Float, nullable=False),
+    sa.Column("sigma", sa.Float, nullable=False),
+    sa.Column("rated_races", sa.Integer, nullable=False),
+)
+#: A claimed player's rating after each rated race.
+rating_history = sa.Table(
+    "rating_history",
+    metadata,
+    sa.Column("account", sa.Text, primary_key=True),
+    sa.Column("race_id", sa.Text, primary_key=True),
+    sa.Column("at_ms", sa.BigInteger, nullable=False),
+    sa.Column("mu", sa.Float, nullable=False),
+    sa.Column("sigma", sa.Float, nullable=False),
+)
 #: The bookkeeping of the store from before Alembic, kept so that such a server
 #: refuses the database (revision 0002).
 schema_version = sa.Table(
@@ -78,7 +102,7 @@ schema_version = sa.Table(
 )
 
 
-#: The daily deal: each day's seed, and every attempt at it (revision 0004; the
+#: The daily deal: each day's seed, and every attempt at it (revision 0005; the
 #: queries are in :mod:`server.storage.daily`).
 daily_deals = sa.Table(
     "daily_deals",
@@ -131,6 +155,7 @@ def rows_of(record: RaceRecord) -> tuple[Row, list[Row], list[Row]]:
         "par": record.par,
         "started_at_ms": record.started_at_ms,
         "ended_at_ms": record.ended_at_ms,
+        "ended_by": record.ended_by,
     }
     player_rows: list[dict[str, Any]] = []
     move_rows: list[dict[str, Any]] = []
@@ -166,6 +191,7 @@ def race_of(row: sa.Row[Any], players: tuple[PlayerResult, ...]) -> RaceRecord:
         started_at_ms=int(row.started_at_ms),
         ended_at_ms=int(row.ended_at_ms),
         players=players,
+        ended_by=row.ended_by,
     )
 
 
@@ -184,6 +210,7 @@ def player_of(row: sa.Row[Any], log: tuple[MoveLogEntry, ...]) -> PlayerResult:
         undos=row.undos,
         penalty_ms=int(row.penalty_ms),
         log=log,
+        account=row.account,
     )
 
 

@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
 from server.storage import migrate
 from server.storage.daily import hidden_races, record_results
+from server.storage.rating import rate_races
 from server.storage.schema import (
     Row,
     move_of,
@@ -323,6 +324,8 @@ class RaceStore:
             move_rows = [row for _, _, moves in rows for row in moves]
             if move_rows:
                 await conn.execute(race_moves.insert(), move_rows)
+            # In the same transaction: a rated race never lands without its ratings.
+            await rate_races(conn, records)
             await record_results(conn, records)
 
     async def get_race(self, race_id: str) -> RaceRecord | None:

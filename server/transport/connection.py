@@ -319,7 +319,10 @@ class Connection:
         if msg.type is WSMsgType.BINARY or msg.type is WSMsgType.TEXT:
             self.reading = True
             try:
-                close_code = reader.on_frame(msg.data)
+                # What one message makes the server send (a start: room_state, then
+                # race_start to every player) leaves as one write per socket.
+                with self.batch:
+                    close_code = reader.on_frame(msg.data)
             finally:
                 self.reading = False
             if self.outbox:

@@ -25,6 +25,27 @@ def test_the_hotpath_benchmark_replays_every_move_on_the_fast_path() -> None:
     assert int(recorded.group(1)) >= 3000
     kinds = dict(part.split() for part in recorded.group(2).split(", "))
     assert set(kinds) == {"draw", "play", "undo"}
-    rounds = re.findall(r"^round \d: ([\d.]+) us/move$", done.stdout, re.M)
-    assert len(rounds) == 2 and all(float(r) > 0 for r in rounds)
-    assert re.search(r"^best: [\d.]+ us/move CPU$", done.stdout, re.M)
+    rounds = re.findall(
+        r"^round \d: ([\d.]+) us/move, ([\d.]+) with the input log \((\d+) entries", done.stdout,
+        re.M,
+    )
+    assert len(rounds) == 2 and all(float(a) > 0 and float(b) > 0 for a, b, _ in rounds)
+    assert all(int(entries) >= 3000 for _, _, entries in rounds)  # every move was logged
+    assert re.search(r"^best: [\d.]+ us/move CPU, [\d.]+ with the input log$", done.stdout, re.M)
+
+
+def test_the_fanout_benchmark_flushes_every_room_with_its_spectator_board_and_one_write_each(
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.hotpath", "--rooms", "2", "--moves", "800", "--repeat", "1",
+         "--fanout"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    line = re.search(r"^round 1: ([\d.]+) us/flush, ([\d.]+) frames/flush, ([\d.]+) "
+                     r"writes/flush \((\d+) flushes\)$", done.stdout, re.M)
+    assert line, done.stdout
+    # Each flush reaches 4 players and the spectator, each socket in one write.
+    assert float(line.group(3)) == 5.0
+    assert float(line.group(2)) > 5.0  # the progress to all five, and the boards that changed
+    assert int(line.group(4)) > 0

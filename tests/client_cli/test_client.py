@@ -16,7 +16,7 @@ from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import DRAW, Rules
 from protocol.wire import messages as m
 from protocol.wire.session import ClientSession
-from tests.serverutil import TestClient, connect, running_server
+from tests.serverutil import TestClient, connect, move_request, running_server
 
 SEED = "session-seed"
 
@@ -66,6 +66,29 @@ async def test_a_move_refused_unhandled_is_resent_after_a_sync(tmp_path: Path) -
         await until(lambda: not board.pending and board.confirmed.moves == 5)
         assert board.next_seq == 6
         assert client.state.last_error == ""  # the moves that followed went through
+        await client.close()
+        loop.cancel()
+        await rival.close()
+
+
+async def test_opponents_take_their_final_counts_from_race_over(tmp_path: Path) -> None:
+    line = deal_for_seed(SEED, Rules()).solution
+    # One progress frame in the whole race: the rival's moves reach the client only in
+    # race_over's standings (the end of a race keeps the progress bound).
+    async with running_server(tmp_path, progress_hz=0.01) as server:
+        client, loop, rival = await racing_pair(server.ws_url)
+        rival_id = next(p.player_id for p in client.state.room.members  # type: ignore[union-attr]
+                        if p.name == "rival")
+        for seq, step in enumerate(line[:4], start=1):
+            assert (await rival.request(move_request(seq, step), m.MoveResult)).accepted
+        await rival.send(m.Resign())
+        await client.resign()
+        await until(lambda: client.state.race_over is not None)
+        assert client.state.race_over is not None
+        final = next(s for s in client.state.race_over.standings if s.player_id == rival_id)
+        shown = client.state.players[rival_id]
+        assert (shown.cleared, shown.moves, shown.undos) == (final.cleared, 4, final.undos)
+        assert shown.status == "resigned"
         await client.close()
         loop.cancel()
         await rival.close()

@@ -170,7 +170,7 @@ async def _start_subprocess(
             return proc, event, db
 
 
-async def test_sigterm_during_a_race_tells_clients_stores_the_race_and_exits_cleanly(
+async def test_sigterm_during_a_race_tells_clients_keeps_the_race_and_exits_cleanly(
     tmp_path: Path,
 ) -> None:
     proc, started, db = await _start_subprocess(tmp_path)
@@ -186,10 +186,10 @@ async def test_sigterm_during_a_race_tells_clients_stores_the_race_and_exits_cle
             assert (await ann.request(move_request(seq, step), m.MoveResult)).accepted
         proc.send_signal(signal.SIGTERM)
         for client in clients:
-            over = await client.expect(m.RaceOver)
-            assert over.ended_by is m.RaceEnd.ABORTED and over.race_id == start.race_id
             closing = await client.expect(m.Closing)
             assert closing.code == CloseCode.GOING_AWAY
+            # The race is not over: the next start resumes it (tests/server/test_recovery.py).
+            assert not any(isinstance(frame, m.RaceOver) for frame in client.frames)
             client.drop_unread()
             with pytest.raises(ConnectionClosed) as closed:
                 while True:
@@ -204,12 +204,9 @@ async def test_sigterm_during_a_race_tells_clients_stores_the_race_and_exits_cle
             await proc.wait()
     store = await RaceStore.connect(db)
     try:
-        record = await store.get_race(start.race_id)
+        assert await store.get_race(start.race_id) is None
     finally:
         await store.close()
-    assert record is not None
-    assert {p.status for p in record.players} == {"racing"}
-    assert record.players[0].moves == 5 and len(record.players[0].log) == 5
 
 
 async def test_server_started_names_the_http_address_of_the_site(tmp_path: Path) -> None:

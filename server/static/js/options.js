@@ -28,6 +28,11 @@ const FIELDS = [
   ["practice_seed", "Practice seed (optional: a known deal)", "text", { max: 64, optional: true }],
 ];
 const SHOWN = 2;
+// Open boards show spectators every card: only a broadcast delay this long keeps
+// them from helping a racer (RoomOptions.open_boards in docs/protocol.md).
+export const OPEN_BOARDS_MIN_DELAY_S = 30;
+const OPEN_BOARDS_WORDS = `open boards need a spectator delay of ${OPEN_BOARDS_MIN_DELAY_S} seconds or more`;
+const OPEN_BOARDS_PROBLEM = `O${OPEN_BOARDS_WORDS.slice(1)}.`;
 
 function field(prefix, [key, label, kind, extra = {}], value) {
   const id = `${prefix}-${key.replaceAll("_", "-")}`;
@@ -63,9 +68,18 @@ export function buildOptionsFields(container, options = DEFAULT_OPTIONS, prefix 
 
 /** The options in `container`: {options} or {problem, input} for the first bad field. */
 export function readOptions(container) {
-  const read = readFields(container);
+  let read = readFields(container);
+  if (read.options?.open_boards && read.options.spectator_delay_s < OPEN_BOARDS_MIN_DELAY_S) {
+    read = { problem: OPEN_BOARDS_PROBLEM, input: container.querySelector('[name="spectator_delay_s"]') };
+  }
   read.input?.closest("details")?.setAttribute("open", ""); // so the bad field can take focus
   return read;
+}
+
+/** The server's refusal of a room's options (an error message) in words, no full stop. */
+export function optionsRefusal(error) {
+  if (/open_boards/.test(error.message ?? "")) return OPEN_BOARDS_WORDS;
+  return error.message;
 }
 
 function readFields(container) {

@@ -1,5 +1,9 @@
 // A player's panel: name, status, progress bar, counters and board.
 // Shared by the live watch page and the stored-race replay.
+//
+// Within a race a player's moves and undos only ever grow, so their sum numbers
+// the player's states: a frame that shows fewer is older than what the panel
+// shows (a catch-up replaying an old board, say) and must not roll it back.
 
 import { BoardView, PEAK_CARDS } from "./board.js";
 import { el, formatMs } from "./dom.js";
@@ -15,6 +19,11 @@ const STATUS_TEXT = {
   waiting: "waiting",
 };
 
+/** A standing's result in words: the time for a finisher, how the race ended otherwise. */
+export function standingResult(status, timeMs) {
+  return status === "finished" ? formatMs(timeMs) : (STATUS_TEXT[status] ?? status);
+}
+
 export class PlayerPanel {
   constructor(playerId, name) {
     this.playerId = playerId;
@@ -26,6 +35,9 @@ export class PlayerPanel {
     this.progress = el("progress", {
       class: "progress", max: PEAK_CARDS, value: 0, "aria-label": `${name}: cards cleared`,
     });
+    // One notch per card over the bar, so 27 of 28 shows an empty notch.
+    this.meter = el("div", { class: "meter" }, [this.progress, el("span", { class: "notches" })]);
+    this.resetStanding();
     this.clearedNode = el("strong", {}, "0");
     this.stockNode = el("strong", {}, "–");
     this.movesNode = el("strong", {}, "0");
@@ -41,7 +53,7 @@ export class PlayerPanel {
     }, [
       el("div", { class: "player-head" },
         [this.rankNode, this.nameNode, this.offlineNode, this.statusNode]),
-      this.progress,
+      this.meter,
       el("div", { class: "player-stats" }, [
         el("span", {}, [this.clearedNode, " / 28 cleared"]),
         el("span", {}, ["stock ", this.stockNode]),
@@ -54,13 +66,39 @@ export class PlayerPanel {
     ]);
   }
 
-  /** Counters from a progress frame or a replay step. */
-  setProgress({ cleared, stock_left, moves, undos, status, elapsed_ms, finish_ms }) {
+  /** Forget the standing: a new race (or a replay jumping back) starts from nothing. */
+  resetStanding() {
+    this.cleared = 0;
+    this.moves = 0;
+    this.actions = -1;
+    this.clearedAtMs = 0;
+    this.rank = null;
+    this.finished = false;
+  }
+
+  /**
+   * True when a frame with these counts is not older than what the panel shows
+   * (counts missing from the frame say nothing). Remembers the newest seen.
+   */
+  takesCounts(moves, undos) {
+    if (moves === undefined || undos === undefined) return true;
+    const actions = moves + undos;
+    if (actions < this.actions) return false;
+    this.actions = actions;
+    return true;
+  }
+
+  /** Counters from a progress frame or a replay step; `at_ms` is when on the race clock. */
+  setProgress({ cleared, stock_left, moves, undos, status, elapsed_ms, finish_ms, at_ms }) {
     if (cleared !== undefined) {
+      if (cleared !== this.cleared) this.clearedAtMs = at_ms ?? elapsed_ms ?? this.clearedAtMs;
+      this.cleared = cleared;
       this.progress.value = cleared;
       this.clearedNode.textContent = String(cleared);
       this.root.dataset.cleared = String(cleared);
+      this.meter.dataset.full = cleared >= PEAK_CARDS ? "true" : "false";
     }
+    if (moves !== undefined) this.moves = moves;
     if (stock_left !== undefined && stock_left !== null) this.stockNode.textContent = String(stock_left);
     if (moves !== undefined) this.movesNode.textContent = String(moves);
     if (undos !== undefined) this.undosNode.textContent = String(undos);
@@ -79,11 +117,13 @@ export class PlayerPanel {
   }
 
   setStatus(status) {
+    this.finished = status === "finished";
     this.statusNode.dataset.status = status;
     this.statusNode.textContent = STATUS_TEXT[status] ?? status;
   }
 
   setRank(rank) {
+    this.rank = rank ?? null;
     this.rankNode.textContent = rank ? `#${rank}` : "";
   }
 
@@ -94,4 +134,22 @@ export class PlayerPanel {
       this.stockNode.textContent = String(view.stock_left);
     }
   }
+}
+
+/**
+ * The standing order of docs/rules.md ("Ranking in a race"), as the terminal
+ * client lists opponents: finishers first by rank, then everyone else by cards
+ * cleared, who reached that count first on the race clock, fewer moves. Once
+ * the race is over (`final`), the standings' ranks. Ties keep join order.
+ */
+export function byStanding(panels, final = false) {
+  const key = (p) => (final && p.rank !== null ? [0, p.rank, 0, 0]
+    : p.finished && p.rank !== null ? [0, p.rank, 0, 0]
+      : [1, -p.cleared, p.clearedAtMs, p.moves]);
+  const keyed = panels.map((panel, index) => ({ panel, index, key: key(panel) }));
+  keyed.sort((a, b) => {
+    for (let i = 0; i < 4; i += 1) if (a.key[i] !== b.key[i]) return a.key[i] - b.key[i];
+    return a.index - b.index;
+  });
+  return keyed.map((entry) => entry.panel);
 }

@@ -8,17 +8,19 @@
 import { cardName, isCardCode } from "./cards.js";
 import { el, formatMs, showMessage } from "./dom.js";
 import { applyResult, blankView, PlayBoard, POSITION_OF_KEY, refusalOf } from "./playboard.js";
+import { optionsRefusal } from "./options.js";
 import { Lobby } from "./playlobby.js";
+import { NamePanel } from "./playname.js";
 import { PlayConnection } from "./playnet.js";
 import { showResults, resultSentence, WinningLine } from "./playresults.js";
 import { PlaySession, REASON_TEXT, State } from "./playsession.js";
 import { LiveStandings, RaceClock, overFromRecord } from "./playrace.js";
-import { forgetToken, nameProblem, saveName, savedName, savedToken, saveToken } from "./seats.js";
+import { forgetToken, savedKey, savedName, savedToken, saveToken } from "./seats.js";
 
 const $ = (id) => document.getElementById(id);
 const Err = Object.freeze({
   NOT_ALLOWED_NOW: 102, ALREADY_IN_ROOM: 104, ROOM_NOT_FOUND: 106, ROOM_FULL: 107,
-  SEQ_OUT_OF_ORDER: 113, RATE_LIMITED: 114,
+  SEQ_OUT_OF_ORDER: 113, RATE_LIMITED: 114, KICKED: 118,
 });
 const PHASE_TEXT = { lobby: "lobby", countdown: "countdown", racing: "racing", finished: "race over" };
 const CODE_PATTERN = /^[A-Z0-9]{1,16}$/;
@@ -51,6 +53,8 @@ class Player {
     this.penaltyMs = 0;
     this.syncing = false;
     this.dropped = false;
+    this.renaming = null; // the new name while the page leaves the room to take it
+    this.names = new NamePanel((name, changing) => (changing ? this.rename(name) : this.connect(name)));
     this.clock = new RaceClock($("clock"));
     this.standings = new LiveStandings($("live-standings"));
     this.board = new PlayBoard({
@@ -80,20 +84,7 @@ class Player {
     document.addEventListener("keyup", (event) => {
       if (event.key === " " && this.keysLive(event)) event.preventDefault();
     });
-    $("name-form").addEventListener("submit", (event) => {
-      event.preventDefault();
-      const name = $("name-input").value.trim();
-      const problem = nameProblem(name);
-      if (problem) {
-        showMessage($("name-error"), problem, "error");
-        $("name-input").setAttribute("aria-invalid", "true");
-        $("name-input").focus();
-        return;
-      }
-      saveName(name);
-      $("name-panel").hidden = true;
-      this.connect(name);
-    });
+    $("change-name").addEventListener("click", () => this.changeName());
   }
 
   begin() {
@@ -104,21 +95,52 @@ class Player {
   }
 
   askName(problem = "") {
-    $("name-panel").hidden = false;
     $("room-title").textContent = `Join room ${this.code}`;
-    showMessage($("name-error"), problem, "error");
-    $("name-input").focus();
+    this.names.ask(problem);
   }
 
   connect(name) {
-    this.session = new PlaySession(name, { token: savedToken(this.code) });
-    this.conn = new PlayConnection(this.session, {
+    this.session = new PlaySession(name, { token: savedToken(this.code), key: savedKey(name) });
+    const conn = new PlayConnection(this.session, {
       onOpen: (_conn, welcome) => this.welcomed(welcome),
-      onMessage: (message) => this.receive(message),
-      onStatus: (text, kind) => this.connectionStatus(text, kind),
-      onFinal: (why) => this.unavailable(`Disconnected: ${why}.`, "Disconnected"),
+      // A socket given up (a change of name) may still deliver: only the current one counts.
+      onMessage: (message) => conn === this.conn && this.receive(message),
+      onStatus: (text, kind) => conn === this.conn && this.connectionStatus(text, kind),
+      onFinal: (why) => conn === this.conn && this.unavailable(`Disconnected: ${why}.`, "Disconnected"),
     });
-    this.conn.start();
+    this.conn = conn;
+    conn.start();
+  }
+
+  /** "Change name": the page's name is offered for a new one. */
+  changeName() {
+    const others = (this.room?.members ?? []).filter((m) => m.player_id !== this.me);
+    const host = this.room?.host_id === this.me && others.length > 0;
+    this.names.change(this.session.name, "Taking a new name leaves the room and joins it again"
+      + (host ? `: ${others[0].name} becomes the host.` : "."));
+  }
+
+  /** Leave the room and take the seat again under `name` (the hello carries the name). */
+  rename(name) {
+    if (name === this.session.name) return;
+    if (this.phase !== "lobby" && this.phase !== "finished") {
+      this.say("The race has started: change your name once it is over.");
+      return;
+    }
+    this.renaming = name;
+    if (!this.send({ t: "leave" })) {
+      this.renaming = null;
+      this.say("Not connected: the name stays until the page is connected again.");
+    }
+  }
+
+  rejoinAs(name) {
+    this.renaming = null;
+    forgetToken(this.code);
+    this.conn.stop();
+    Object.assign(this, { room: null, phase: null, me: null, myStatus: null });
+    this.say(`Joining again as ${name}.`);
+    this.connect(name);
   }
 
   send(message) {
@@ -217,10 +239,15 @@ class Player {
     $("room-title").textContent = name;
     document.title = `${name} (${state.code}) · Play · TriPeaks Race`;
     this.rules.undo = state.options.undo !== "off";
-    this.standings.members(state.members, this.me, state.phase === "lobby");
+    this.standings.undoPenaltyMs = state.options.undo === "penalty" ? state.options.undo_penalty_s * 1000 : 0;
+    // Who left before a race starts is not in it: a bot that left at the last race's end.
+    this.standings.members(state.members, this.me, state.phase === "lobby" || state.phase === "countdown");
     this.lobby.update(state, this.me);
     if (state.phase === "countdown" && before !== "countdown") this.resetRace();
     if (state.phase !== "finished") $("rematch").setAttribute("aria-pressed", "false");
+    const between = state.phase === "lobby" || state.phase === "finished";
+    $("change-name").hidden = !between;
+    if (!between && this.names.changing) this.names.close(); // a race is no time to leave
     this.setPhase(state.phase);
     this.rematchNote();
   }
@@ -243,9 +270,15 @@ class Player {
     const state = this.room;
     if (!state || state.phase !== "finished") return;
     const waiting = state.members.filter((m) => !m.ready).map((m) => m.name);
-    $("rematch-note").textContent = waiting.length === state.members.length ? ""
+    const away = state.members.filter((m) => !m.ready && !m.connected).map((m) => m.name);
+    let note = waiting.length === state.members.length ? ""
       : waiting.length ? `Rematch when ${waiting.join(", ")} ${waiting.length === 1 ? "asks" : "ask"} too.`
         : "Everyone asked: dealing…";
+    // Someone gone keeps a seat for the reconnect grace: only the host can free it sooner.
+    if (away.length && state.host_id === this.me) {
+      note += ` ${away.join(", ")} ${away.length === 1 ? "is" : "are"} offline: kick to race without them.`;
+    }
+    $("rematch-note").textContent = note.trim();
   }
 
   async start() {
@@ -269,9 +302,10 @@ class Player {
   }
 
   left(message) {
+    if (this.renaming && message.reason === "left") { this.rejoinAs(this.renaming); return; }
     forgetToken(this.code);
     const text = {
-      kicked: "The host removed you from the room.",
+      kicked: "The host removed you from the room: you can join again once its next race has started.",
       room_closed: "The room has closed.",
     }[message.reason] ?? "You have left the room.";
     this.unavailable(text, "Not in the room");
@@ -381,7 +415,7 @@ class Player {
     this.board.update(this.view, { wrap: this.rules.wrap, live: this.racing() });
     const v = this.view;
     $("own-counts").textContent = v.stock_left === null ? ""
-      : `${v.board.filter((e) => e === null).length} / 28 cleared · ${v.moves} moves · ${v.undos} undos`;
+      : `${v.board.filter((e) => e === null).length} / 28 cleared · ${v.moves} moves · ${v.undos} undo${v.undos === 1 ? "" : "s"}`;
     const live = this.racing();
     $("undo").disabled = !live; // with undo off it stays pressable: the refusal says why
     $("undo").title = this.rules.undo ? "" : "Undo is switched off in this room";
@@ -464,7 +498,7 @@ class Player {
       this.myStatus = "finished";
       this.say(`You finished #${message.rank} in ${formatMs(message.time_ms)}.`);
       this.drawBoard();
-    }
+    } else this.say(`${message.name} finished #${message.rank} in ${formatMs(message.time_ms)}.`);
   }
 
   raceOver(message, live = true) {
@@ -483,6 +517,11 @@ class Player {
 
   error(message) {
     if (message.ref === "join") { this.joinRefused(message); return; }
+    if (message.ref === "update_options") {
+      $("host-options").open = true;
+      showMessage($("options-error"), `The server refused the options: ${optionsRefusal(message)}.`, "error");
+      return;
+    }
     if (message.seq !== null && message.seq !== undefined) { this.moveError(message); return; }
     this.say(`The server says: ${message.message}.`);
   }
@@ -495,6 +534,8 @@ class Player {
       this.unavailable(`There is no room with code ${code}. Check the code with whoever sent it.`, "No such room");
     } else if (message.code === Err.ROOM_FULL) {
       this.unavailable(`Room ${code} is full: every seat is taken.`, "Room full", true);
+    } else if (message.code === Err.KICKED) {
+      this.unavailable(`The host removed you from room ${code}: you can join again once its next race has started.`, "Removed from the room", true);
     } else if (message.code === Err.NOT_ALLOWED_NOW) {
       this.unavailable(`The race in room ${code} has already started: join it when it is over (reload this page then).`, "Race under way", true);
     } else this.unavailable(`Cannot join room ${code}: ${message.message}.`, "Cannot join");

@@ -4,6 +4,7 @@
 // to open a room before it sends the host to /play/CODE.
 
 import { CLOSE_TEXT, Connection, socketUrl } from "./ws.js";
+import { optionsRefusal } from "./options.js";
 import { PlaySession, State } from "./playsession.js";
 import { saveToken } from "./seats.js";
 
@@ -64,7 +65,7 @@ export function createRoom(name, options, url = socketUrl()) {
       if (got.type === "hello_refused") fail(got.error.message);
       else if (message.t === "welcome") {
         socket.send(JSON.stringify(session.send({ t: "create_room", options })));
-      } else if (message.t === "error") fail(message.message);
+      } else if (message.t === "error") fail(optionsRefusal(message));
       else if (message.t === "room_state") {
         clearTimeout(timer);
         saveToken(message.code, session.token);

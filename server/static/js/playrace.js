@@ -59,12 +59,13 @@ export class LiveStandings {
     this.lines = new Map();
     this.me = null;
     this.final = null; // race_over standings, once known
+    this.undoPenaltyMs = 0; // the room's penalty per undo (0: undo free or off)
   }
 
   line(playerId, name = "?") {
     let line = this.lines.get(playerId);
     if (!line) {
-      line = { playerId, name, bot: false, cleared: 0, moves: 0, undos: 0, status: "waiting",
+      line = { playerId, name, bot: false, cleared: 0, moves: 0, undos: 0, penaltyMs: null, status: "waiting",
         timeMs: 0, rank: null, reachedAt: 0, connected: true, order: this.lines.size };
       this.lines.set(playerId, line);
     }
@@ -91,7 +92,7 @@ export class LiveStandings {
   reset() {
     this.final = null;
     for (const line of this.lines.values()) {
-      Object.assign(line, { cleared: 0, moves: 0, undos: 0, status: "racing", timeMs: 0, rank: null, reachedAt: 0 });
+      Object.assign(line, { cleared: 0, moves: 0, undos: 0, penaltyMs: null, status: "racing", timeMs: 0, rank: null, reachedAt: 0 });
     }
     this.render();
   }
@@ -108,7 +109,8 @@ export class LiveStandings {
 
   finish(message) {
     const line = this.line(message.player_id, message.name);
-    Object.assign(line, { status: "finished", rank: message.rank, timeMs: message.time_ms, cleared: 28 });
+    Object.assign(line, { status: "finished", rank: message.rank, timeMs: message.time_ms, cleared: 28,
+      moves: message.moves, undos: message.undos });
     this.render();
   }
 
@@ -116,7 +118,8 @@ export class LiveStandings {
     this.final = message.standings;
     for (const s of message.standings) {
       const line = this.line(s.player_id, s.name);
-      Object.assign(line, { status: s.status, rank: s.rank, timeMs: s.time_ms, cleared: s.cleared, moves: s.moves });
+      Object.assign(line, { status: s.status, rank: s.rank, timeMs: s.time_ms, cleared: s.cleared, moves: s.moves,
+        undos: s.undos, penaltyMs: s.penalty_ms });
     }
     this.render();
   }
@@ -130,10 +133,18 @@ export class LiveStandings {
     return lines.sort(byStanding);
   }
 
+  /** "1 undo (+5 s)": a line's undos and, where undo costs time, what they added. */
+  undoText(line) {
+    const penalty = line.penaltyMs ?? line.undos * this.undoPenaltyMs;
+    const undos = `${line.undos} undo${line.undos === 1 ? "" : "s"}`;
+    return penalty > 0 ? `${undos} (+${Math.round(penalty / 1000)} s)` : undos;
+  }
+
   render() {
     const items = this.sorted().map((line, index) => {
-      const status = line.status === "finished" ? `finished ${formatMs(line.timeMs)}`
+      let status = line.status === "finished" ? `finished ${formatMs(line.timeMs)}`
         : STATUS_TEXT[line.status] ?? line.status;
+      if (line.undos > 0) status += ` · ${this.undoText(line)}`;
       const you = line.playerId === this.me;
       return el("li", { "data-player": line.playerId, class: you ? "me" : null }, [
         el("span", { class: "standing-rank" }, String(index + 1)),

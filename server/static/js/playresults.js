@@ -18,6 +18,11 @@ function ordinal(n) {
   return `${n}${suffix}`;
 }
 
+/** "2 (+10 s)": undos and the time they added, for a standing. */
+export function undoText(undos, penaltyMs) {
+  return penaltyMs > 0 ? `${undos} (+${Math.round(penaltyMs / 1000)} s)` : String(undos);
+}
+
 /** One sentence for the player about their race. */
 export function resultSentence(over, me) {
   const mine = over.standings.find((s) => s.player_id === me);
@@ -41,6 +46,7 @@ export function showResults(over, me, commitment) {
     el("td", {}, s.status === "finished" ? formatMs(s.time_ms) : STATUS_TEXT[s.status] ?? s.status),
     el("td", {}, String(s.cleared)),
     el("td", { class: "optional" }, String(s.moves)),
+    el("td", {}, undoText(s.undos, s.penalty_ms)),
   ]));
   setChildren($("standings").tBodies[0], rows);
   $("results-heading").textContent = over.practice ? "Race over · practice seed" : "Race over";
@@ -109,10 +115,15 @@ export class WinningLine {
     $("solution-play").textContent = "▶ Play";
   }
 
-  /** A new race: the old line goes. */
+  /** A new race: the old line goes, captions too (they name the old deal's cards). */
   hide() {
     this.pause();
     $("solution").hidden = true;
     setChildren($("solution-board"), []);
+    $("solution-caption").textContent = "";
+    $("solution-step").textContent = "0 / 0";
+    $("solution-slider").max = "0";
+    this.views = [];
+    this.captions = [];
   }
 }

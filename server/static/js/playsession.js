@@ -34,9 +34,10 @@ export const REASON_TEXT = Object.freeze({
 });
 
 export class PlaySession {
-  constructor(name, { token = null, client = "web" } = {}) {
+  constructor(name, { token = null, client = "web", key = null } = {}) {
     this.name = name;
     this.client = client;
+    this.key = key; // a claimed name's secret key (docs/players.md), sent in every hello
     this.token = token; // replaced by each welcome
     this.state = State.NEW;
     this.welcome = null;
@@ -56,7 +57,7 @@ export class PlaySession {
     this.guard("hello", [State.NEW, State.DISCONNECTED]);
     this.state = State.HELLO_SENT;
     return { t: "hello", name: this.name, version: PROTOCOL_VERSION, token: this.token,
-      bot: false, client: this.client };
+      bot: false, client: this.client, key: this.key };
   }
 
   /** The socket is gone: moves stay in flight until the next resync. */

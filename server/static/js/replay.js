@@ -7,7 +7,7 @@ import { checkCommitment, checkDeal } from "./commitment.js";
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { Game, ReplayError } from "./engine.js";
 import { raceThisRunHref } from "./ghostlink.js";
-import { PlayerPanel } from "./panel.js";
+import { PlayerPanel, standingResult } from "./panel.js";
 
 const $ = (id) => document.getElementById(id);
 const FINAL = new Set(["resign", "timeout", "leave"]);
@@ -188,14 +188,15 @@ class Replay {
   }
 }
 
+/** The stored standings: a finisher's time, or how the race ended for them, in one column
+ * (as on the watch page), so that the table fits a phone with every column. */
 function fillStandings(race) {
   const rows = race.players.map((player) => el("tr", { "data-player": player.player_id }, [
     el("td", {}, String(player.rank)),
     el("th", { scope: "row" }, [player.name, player.is_bot ? el("span", { class: "muted" }, " (bot)") : null]),
-    el("td", {}, player.status),
-    el("td", {}, player.finish_ms === null ? "–" : formatMs(player.finish_ms)),
+    el("td", {}, standingResult(player.status, player.finish_ms)),
     el("td", {}, String(player.cleared)),
-    el("td", { class: "optional" }, String(player.moves)),
+    el("td", {}, String(player.moves)),
   ]));
   setChildren($("standings").tBodies[0], rows);
 }

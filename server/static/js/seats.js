@@ -41,6 +41,24 @@ export function saveToken(code, token) {
   storage()?.setItem(SEAT_PREFIX + code, token);
 }
 
+const KEYS_KEY = "tripeaks.keys";
+
+/** A name as the server compares names (protocol/wire/names.py; case folding approximated). */
+export function accountOf(name) {
+  return name.normalize("NFKC").toLowerCase().normalize("NFKC").trim().split(/\s+/u).join(" ");
+}
+
+/** The secret key kept in this browser for the claimed name `name`, or null. */
+export function savedKey(name) {
+  try {
+    const keys = JSON.parse(storage()?.getItem(KEYS_KEY) ?? "{}");
+    const key = keys[accountOf(name)];
+    return typeof key === "string" ? key : null;
+  } catch {
+    return null;
+  }
+}
+
 export function forgetToken(code) {
   storage()?.removeItem(SEAT_PREFIX + code);
 }

@@ -9,7 +9,7 @@ import { cardShort } from "./cards.js";
 import { checkCommitment, checkDeal } from "./commitment.js";
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { Game } from "./engine.js";
-import { PlayerPanel } from "./panel.js";
+import { byStanding, PlayerPanel, standingResult } from "./panel.js";
 import { Connection } from "./ws.js";
 
 const $ = (id) => document.getElementById(id);
@@ -147,8 +147,21 @@ class Watcher {
     return panel;
   }
 
+  /**
+   * Show the panels in standing order (panel.js byStanding). Nodes move only when
+   * the order changed, and a panel that had the focus keeps it.
+   */
   layoutPanels() {
-    setChildren($("boards"), [...this.panels.values()].map((panel) => panel.root));
+    const holder = $("boards");
+    const wanted = byStanding([...this.panels.values()], this.over !== null).map((p) => p.root);
+    const shown = [...holder.children];
+    if (wanted.length !== shown.length || wanted.some((node, i) => node !== shown[i])) {
+      const focused = document.activeElement;
+      setChildren(holder, wanted);
+      if (focused && focused !== document.activeElement && focused.isConnected) {
+        focused.focus({ preventScroll: true });
+      }
+    }
     $("no-players").hidden = this.panels.size > 0;
   }
 
@@ -223,33 +236,37 @@ class Watcher {
     this.clock.anchor(message.elapsed_ms);
     for (const line of message.players) {
       const panel = this.panelFor(line.player_id);
-      panel.setProgress({ ...line, elapsed_ms: line.status === "racing" ? line.elapsed_ms : undefined });
       panel.setConnected(line.connected);
+      // An older line than the panel shows (fewer moves and undos) changes nothing.
+      if (!panel.takesCounts(line.moves, line.undos)) continue;
+      // The line's time: the race clock, or when the player finished or stopped.
+      panel.setProgress({ ...line, at_ms: message.elapsed_ms });
     }
-    if (message.players.some((line) => !this.panelsShown(line.player_id))) this.layoutPanels();
-  }
-
-  panelsShown(playerId) {
-    return this.panels.get(playerId)?.root.isConnected;
+    this.layoutPanels();
   }
 
   spectatorBoard(message) {
     const panel = this.panelFor(message.player_id);
-    if (!panel.root.isConnected) this.layoutPanels();
+    if (!this.over) this.clock.anchor(message.elapsed_ms);
+    // A board older than the panel's counts (a catch-up replaying an old frame)
+    // would draw the past: keep what is shown.
+    if (!panel.takesCounts(message.view.moves, message.view.undos)) return;
     panel.seenBoard = true;
     panel.setBoard(message.view);
     panel.setProgress({
       cleared: message.view.board.filter((entry) => entry === null).length,
       moves: message.view.moves,
       undos: message.view.undos,
+      at_ms: message.elapsed_ms,
     });
-    if (!this.over) this.clock.anchor(message.elapsed_ms);
+    this.layoutPanels();
   }
 
   finish(message) {
     const panel = this.panelFor(message.player_id, message.name);
     panel.setRank(message.rank);
     panel.setProgress({ status: "finished", finish_ms: message.time_ms });
+    this.layoutPanels();
     $("no-finish").hidden = true;
     const item = el("li", { "data-player": message.player_id, value: message.rank },
       [el("strong", {}, message.name), ` ${formatMs(message.time_ms)}`,
@@ -264,18 +281,17 @@ class Watcher {
     const longest = Math.max(0, ...message.standings.map((s) => s.time_ms));
     this.clock.stop(Math.max(this.clock.now(), longest));
     const rows = message.standings.map((s) => {
-      const panel = this.panelFor(s.player_id, s.name);
-      panel.setRank(s.rank);
-      panel.setStatus(s.status);
+      this.finalCounts(this.panelFor(s.player_id, s.name), s);
       return el("tr", { "data-player": s.player_id, "data-rank": s.rank }, [
         el("td", {}, String(s.rank)),
         el("th", { scope: "row" }, [s.name, s.bot ? el("span", { class: "muted" }, " (bot)") : null]),
-        el("td", {}, s.status === "finished" ? formatMs(s.time_ms) : s.status.replace("_", " ")),
+        el("td", {}, standingResult(s.status, s.time_ms)),
         el("td", {}, String(s.cleared)),
-        el("td", { class: "optional" }, String(s.moves)),
+        el("td", {}, String(s.moves)),
       ]);
     });
     setChildren($("standings").tBodies[0], rows);
+    this.layoutPanels();
     if (!message.standings.some((s) => s.status === "finished")) {
       $("no-finish").textContent = "Nobody finished this race.";
     }
@@ -291,6 +307,23 @@ class Watcher {
     const rules = { wrap: message.wrap, empty_waste: message.empty_waste };
     checkCommitment($("commit-check"), message.seed, rules, message.commitment);
     checkDeal($("deal-check"), message.seed, message.candidate, rules, message.deal);
+  }
+
+  /**
+   * race_over's standings are the last word on every player's counts: the last
+   * progress may not have been sent (docs/protocol.md, the progress bound) or a
+   * frame may have been missed, and the panels must agree with the table.
+   */
+  finalCounts(panel, standing) {
+    panel.setRank(standing.rank);
+    panel.takesCounts(standing.moves, standing.undos);
+    panel.setProgress({
+      cleared: standing.cleared,
+      moves: standing.moves,
+      undos: standing.undos,
+      status: standing.status,
+      finish_ms: standing.status === "finished" ? standing.time_ms : undefined,
+    });
   }
 
   error(message) {

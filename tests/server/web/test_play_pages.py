@@ -384,3 +384,221 @@ async def test_a_play_address_that_cannot_be_a_code_is_a_plain_404(site: Site) -
             assert response.status == 200
             assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
             assert '<script type="module" src="/static/js/play.js">' in await response.text()
+
+
+# ---- a seat lost: kicked, opened elsewhere, a race over while away --------------------
+async def test_a_kicked_player_is_told_so_and_a_reload_says_why_the_seat_is_refused(
+    site: Site,
+) -> None:
+    host = await connect(site.server.ws_url, "Hub", encoding="json")
+    try:
+        state = await host.request(m.CreateRoom(m.RoomOptions(name="Kick room")), m.RoomState)
+        page = await _named_page(site, "Kit")
+        await page.goto(f"{site.server.url}/play/{state.code}")
+        joined = await host.expect(m.RoomState)
+        while len(joined.members) < 2:
+            joined = await host.expect(m.RoomState)
+        kit = next(x.player_id for x in joined.members if x.name == "Kit")
+        await host.send(m.Kick(kit))
+        await page.wait_for_function(
+            "() => document.getElementById('room-title').textContent === 'Not in the room'"
+        )
+        assert (await page.inner_text("#message")).startswith(
+            "The host removed you from the room: you can join again once its next race has started."
+        )
+        assert await page.locator("#lobby").is_hidden()
+        await page.reload()
+        text = await _message(page)
+        assert text.startswith(f"The host removed you from room {state.code}: you can join again")
+        assert await page.inner_text("#room-title") == "Removed from the room"
+        assert webutil.script_errors(page) == []
+    finally:
+        await host.close()
+
+
+async def test_the_seat_opened_in_another_tab_closes_this_one_with_words(site: Site) -> None:
+    first = await _named_page(site, "Tab")
+    await first.goto(f"{site.server.url}/")
+    await first.fill("#player-name", "Tab")
+    await first.get_by_role("button", name="Create room", exact=True).click()
+    await first.wait_for_url("**/play/*")
+    await first.locator("#members tr:has-text('Tab')").wait_for()
+    second = await first.context.new_page()  # same browser, same local storage: same token
+    await second.goto(first.url)
+    await second.locator("#members tr:has-text('Tab')").wait_for()
+    text = await _message(first)
+    assert text.startswith(
+        "Disconnected: this seat was opened in another tab or window; carry on there."
+    )
+    assert await first.inner_text("#room-title") == "Disconnected"
+    # The seat moved, it was not taken twice: one member, the host, in the new tab.
+    assert await second.locator("#members tbody tr").count() == 1
+    assert await second.get_by_role("button", name="Start race", exact=True).is_visible()
+    await first.wait_for_timeout(1500)  # the closed tab does not come back and take it again
+    assert await second.locator("#message").is_hidden()
+    assert webutil.script_errors(first) == [] and webutil.script_errors(second) == []
+
+
+async def test_a_page_opened_after_the_race_reads_the_result_from_the_stored_race(
+    site: Site,
+) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Late")
+    await page.locator("#create-options summary").click()
+    await page.fill("#create-countdown-s", "0")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.get_by_role("button", name="Start race", exact=True).click()
+    await page.get_by_role("button", name="Start alone").click()
+    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    await page.get_by_role("button", name="Draw", exact=True).click()
+    await _own_moves(page, 1)
+    await page.get_by_role("button", name="Resign", exact=True).click()
+    await page.get_by_role("button", name="Yes, resign").click()
+    await page.locator("#results").wait_for(state="visible")
+    # Reloaded, the page has missed race_over: the result comes from the stored race.
+    await page.reload()
+    await page.locator("#results").wait_for(state="visible")
+    await page.wait_for_function(
+        "() => ['commit-check', 'deal-check'].every(id => "
+        "document.getElementById(id).dataset.ok === 'true')"
+    )
+    href = await page.get_attribute("#race-link", "href")
+    async with aiohttp.ClientSession() as http, \
+            http.get(f"{site.server.url}/api{href}") as response:
+        race = await response.json()
+    assert await page.inner_text("#seed") == race["seed"]
+    rows = await page.eval_on_selector_all(
+        "#standings tbody tr", "rows => rows.map(r => r.innerText.split('\\t'))"
+    )
+    assert rows == [["1", "Late (you)", "resigned", "0", "1", "0"]]
+    assert await page.inner_text("#room-phase") == "race over"
+    assert await page.get_by_role("button", name="Rematch", exact=True).is_visible()
+    assert webutil.script_errors(page) == []
+
+
+
+# ---- a new name, open boards ------------------------------------------------------------
+async def test_change_name_takes_the_seat_again_under_the_new_name(site: Site) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Hal")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.wait_for_url("**/play/*")
+    code = page.url.rsplit("/", 1)[1]
+    guest = await connect(site.server.ws_url, "Gus", encoding="json")
+    try:
+        await guest.request(m.Join(code), m.RoomState)
+        await page.locator("#members tr:has-text('Gus')").wait_for()
+        change = page.get_by_role("button", name="Change name", exact=True)
+        await change.click()
+        assert await page.input_value("#name-input") == "Hal"
+        assert "Gus becomes the host" in await page.inner_text("#name-help")
+        await page.get_by_role("button", name="Cancel", exact=True).click()
+        assert await page.locator("#name-panel").is_hidden()
+        await change.click()
+        await page.fill("#name-input", "")
+        await page.get_by_role("button", name="Save name", exact=True).click()
+        assert "1 to 24 characters" in await page.inner_text("#name-error")
+        await page.fill("#name-input", "Hank")
+        await page.get_by_role("button", name="Save name", exact=True).click()
+        state = await guest.expect(m.RoomState)
+        while sorted(x.name for x in state.members) != ["Gus", "Hank"]:
+            state = await guest.expect(m.RoomState)
+        gus = next(x.player_id for x in state.members if x.name == "Gus")
+        assert state.host_id == gus
+        await page.locator("#members tr:has-text('Hank (you)')").wait_for()
+        assert await page.get_by_role("button", name="Ready", exact=True).is_visible()
+        assert await page.evaluate("localStorage.getItem('tripeaks.name')") == "Hank"
+        await page.reload()  # the new seat's token was kept: the reload resumes it
+        await page.locator("#members tr:has-text('Hank (you)')").wait_for()
+        assert await page.locator("#members tbody tr").count() == 2
+        assert webutil.script_errors(page) == []
+    finally:
+        await guest.close()
+
+
+class ShortDelay:
+    """Passes the page's socket through, cutting any spectator delay it asks for to 5 s,
+    so that the server, not the page, refuses open boards."""
+
+    def route(self, ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+
+        def from_page(message: str | bytes) -> None:
+            if isinstance(message, str) and '"t":"update_options"' in message:
+                frame = json.loads(message)
+                frame["options"]["spectator_delay_s"] = 5
+                message = json.dumps(frame)
+            server.send(message)
+
+        ws.on_message(from_page)
+        server.on_message(ws.send)
+
+
+async def test_open_boards_without_a_long_delay_are_refused_in_words(site: Site) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.route_web_socket(re.compile(r"/ws$"), ShortDelay().route)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Bro")
+    await page.locator("#create-options summary").click()
+    await page.check("#create-open-boards")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    words = "Open boards need a spectator delay of 30 seconds or more."
+    assert await page.inner_text("#create-error") == words
+    assert await page.evaluate("document.activeElement.id") == "create-spectator-delay-s"
+    await page.fill("#create-spectator-delay-s", "30")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.wait_for_url("**/play/*")
+    await page.locator("#options-list").get_by_text("open to spectators").wait_for()
+    # The host's form checks the same; a refusal that gets past it is shown there too.
+    await page.locator("#host-options").get_by_text("Change options").click()
+    await page.locator("#host-options").get_by_text("More options").click()
+    await page.fill("#room-spectator-delay-s", "10")
+    await page.get_by_role("button", name="Save options").click()
+    assert await page.inner_text("#options-error") == words
+    await page.fill("#room-spectator-delay-s", "60")
+    await page.get_by_role("button", name="Save options").click()
+    await page.wait_for_function(
+        "() => document.getElementById('options-error').textContent.startsWith('The server')"
+    )
+    assert await page.inner_text("#options-error") == (
+        "The server refused the options: open boards need a spectator delay of 30 seconds or more."
+    )
+    assert await page.locator("#options-list").get_by_text("30 s behind").is_visible()
+    assert webutil.script_errors(page) == []
+
+
+# ---- the room a window gives ------------------------------------------------------------
+FIT = """() => {
+  const rect = (sel) => document.querySelector(sel).getBoundingClientRect();
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    scrollHeight: document.documentElement.scrollHeight,
+    card: rect('#board-holder .spot').width,
+    boardBottom: rect('#board-holder .piles').bottom,
+    resignBottom: rect('#resign').bottom,
+    barRight: rect('#live-standings progress').right,
+  };
+}"""
+
+
+async def test_a_phone_on_its_side_and_a_large_desktop_fit_the_whole_race(site: Site) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Wide")
+    await page.locator("#create-options summary").click()
+    await page.fill("#create-countdown-s", "0")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.get_by_role("button", name="Start race", exact=True).click()
+    await page.get_by_role("button", name="Start alone").click()
+    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    await page.set_viewport_size({"width": 844, "height": 390})
+    side = await page.evaluate(FIT)
+    assert side["scrollWidth"] <= 844 and side["scrollHeight"] <= 390, side
+    assert side["card"] >= 34 and side["resignBottom"] <= 390 and side["barRight"] <= 844
+    await page.set_viewport_size({"width": 1920, "height": 1080})
+    large = await page.evaluate(FIT)
+    assert large["scrollHeight"] <= 1080 and large["boardBottom"] <= 1080, large
+    assert large["card"] >= 100  # the board grows with the window, not stuck at 900 px
+    assert webutil.script_errors(page) == []

@@ -4,8 +4,9 @@ One module-scoped race: a host who creates the room on the front page and
 plays by clicks at 1280x800 (and reloads the page halfway), a friend on a
 phone at 390x844 who joins by the link and plays by taps, a keyboard-only
 player, and a bot.  The three browser players play the practice deal's
-winning line; a MutationObserver in the host's page records everything it
-shows, so a hidden card anywhere in its DOM would fail the scan.
+winning line; a MutationObserver in every player's page records everything it
+shows, so a hidden card anywhere in a page's DOM would fail the scan.  Then
+the three ask for a rematch (the bot has left) and race a second time.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ class PlayedRace:
     dealt: DealtGame
     bots: RaceResults | None = None
     race: dict[str, Any] = field(default_factory=dict)
-    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    #: Each browser player's recorded page, by name.
+    snapshots: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {"Ann": [], "Bea": [], "Kim": []}
+    )
     refusals: list[str] = field(default_factory=list)
     before_reload: dict[str, Any] = field(default_factory=dict)
     after_reload: dict[str, Any] = field(default_factory=dict)
@@ -155,7 +159,7 @@ async def _host_plays(played: PlayedRace, line: tuple[Any, ...]) -> None:
     played.refusals = await _refusals(page, played.dealt)
     await _play(page, line[:RELOAD_AFTER], "clicks")
     played.before_reload = await _board(page)
-    played.snapshots += await page.evaluate("window.__snapshots")
+    played.snapshots["Ann"] += await page.evaluate("window.__snapshots")
     await page.reload()
     await _own_moves(page, RELOAD_AFTER)
     played.after_reload = await _board(page)
@@ -186,10 +190,10 @@ PHONE_CHECK = """() => {
   };
 }"""
 
-#: Runs in the host's page before its scripts and records, on every change (the
+#: Runs in a player's page before its scripts and records, on every change (the
 #: clock aside): its own board's labels, the waste, every card named anywhere in
 #: the document (text, any attribute, class names, short forms such as "Q♥"),
-#: and whether the results are up.
+#: whether the results are up, and what the live region says.
 SNAPSHOT_SCRIPT = """
 (() => {
   window.__snapshots = [];
@@ -218,6 +222,7 @@ SNAPSHOT_SCRIPT = """
       board: spots.map(s => s.querySelector('button')?.getAttribute('aria-label') ?? null),
       waste: waste ? waste.getAttribute('aria-label') : null,
       names: [...names].sort(), codes: [...codes].sort(), shorts,
+      say: document.getElementById('say')?.dataset.text ?? '',
     };
     const json = JSON.stringify(snapshot);
     if (json !== last) { last = json; window.__snapshots.push(snapshot); }
@@ -251,6 +256,8 @@ async def _race(server: RunningServer, browser: Browser) -> PlayedRace:
     code = await _host_creates_room(host, server.url)
     phone = await webutil.new_touch_page(browser, webutil.PHONE)
     keys = await webutil.new_page(browser, webutil.LAPTOP)
+    for page in (phone, keys):
+        await page.add_init_script(SNAPSHOT_SCRIPT)
     played = PlayedRace(server, host, phone, keys, code, dealt)
     await _phone_joins(phone, server.url, code)
     await _keyboard_joins(keys, server.url, code)
@@ -277,7 +284,8 @@ async def _race(server: RunningServer, browser: Browser) -> PlayedRace:
             "document.getElementById(id).dataset.ok === 'true')"
         )
     await webutil.screenshot(host, "play-results-laptop")
-    played.snapshots += await host.evaluate("window.__snapshots")
+    for name, page in (("Ann", host), ("Bea", phone), ("Kim", keys)):
+        played.snapshots[name] += await page.evaluate("window.__snapshots")
     href = await host.get_attribute("#race-link", "href")
     assert href
     async with aiohttp.ClientSession() as http, http.get(server.url + "/api" + href) as response:
@@ -303,24 +311,33 @@ def _format_ms(ms: int) -> str:
     return f"{tenths // 600}:{tenths // 10 % 60:02d}.{tenths % 10}"
 
 
-async def test_every_page_shows_the_standings_of_the_stored_race(played: PlayedRace) -> None:
+def _undo_text(player: dict[str, Any]) -> str:
+    undos = str(player["undos"])
+    return f"{undos} (+{player['penalty_ms'] // 1000} s)" if player["penalty_ms"] else undos
+
+
+async def _shows_the_stored_standings(page: Page, race: dict[str, Any]) -> None:
     expected = []
-    for p in played.race["players"]:
+    for p in race["players"]:
         time_text = _format_ms(p["finish_ms"]) if p["status"] == "finished" else p["status"]
         expected.append([p["player_id"], str(p["rank"]), time_text, str(p["cleared"]),
-                         str(p["moves"])])
+                         str(p["moves"]), _undo_text(p)])
+    rows = await page.eval_on_selector_all(
+        "#standings tbody tr",
+        "rows => rows.map(r => [r.dataset.player, r.cells[0].innerText, r.cells[2].innerText,"
+        " r.cells[3].innerText, r.cells[4].textContent, r.cells[5].innerText])",
+    )
+    assert rows == expected
+    live = await page.eval_on_selector_all(
+        "#live-standings li", "items => items.map(i => i.dataset.player)"
+    )
+    assert live == [p["player_id"] for p in race["players"]]
+    assert webutil.script_errors(page) == []
+
+
+async def test_every_page_shows_the_standings_of_the_stored_race(played: PlayedRace) -> None:
     for page in (played.host, played.phone, played.keys):
-        rows = await page.eval_on_selector_all(
-            "#standings tbody tr",
-            "rows => rows.map(r => [r.dataset.player, r.cells[0].innerText, r.cells[2].innerText,"
-            " r.cells[3].innerText, r.cells[4].textContent])",
-        )
-        assert rows == expected
-        live = await page.eval_on_selector_all(
-            "#live-standings li", "items => items.map(i => i.dataset.player)"
-        )
-        assert live == [p["player_id"] for p in played.race["players"]]
-        assert webutil.script_errors(page) == []
+        await _shows_the_stored_standings(page, played.race)
     said = await played.host.inner_text("#say")
     ann = next(p for p in played.race["players"] if p["name"] == "Ann")
     assert said.startswith("Race over: you came ")
@@ -368,9 +385,11 @@ def _views(race: dict[str, Any], name: str) -> set[tuple[Any, ...]]:
     return webutil.views_of(race, player["log"])
 
 
-def play_page_leaks(race: dict[str, Any], snapshots: list[dict[str, Any]]) -> list[str]:
-    """Every way the host's recorded page showed a card Ann had not uncovered."""
-    views = _views(race, "Ann")
+def play_page_leaks(
+    race: dict[str, Any], snapshots: list[dict[str, Any]], name: str = "Ann"
+) -> list[str]:
+    """Every way a player's recorded page showed a card that player had not uncovered."""
+    views = _views(race, name)
     blank = ((HIDDEN,) * 28, None)
     leaks = []
     for index, snapshot in enumerate(s for s in snapshots if not s["over"] and s["board"]):
@@ -383,7 +402,7 @@ def play_page_leaks(race: dict[str, Any], snapshots: list[dict[str, Any]]) -> li
         top = webutil.CODE_FOR_LABEL[waste.removeprefix("waste: ")] if waste and \
             waste.startswith("waste: ") else None
         if (board, top) != blank and (board, top) not in views:
-            leaks.append(f"snapshot {index}: a board Ann never had")
+            leaks.append(f"snapshot {index}: a board {name} never had")
         shown = {c for c in board if c not in (None, HIDDEN)} | ({top} if top else set())
         named = {webutil.CODE_FOR_LABEL[n] for n in snapshot["names"]}
         named |= set(snapshot["codes"]) | {webutil.code_of_short(s) for s in snapshot["shorts"]}
@@ -392,16 +411,19 @@ def play_page_leaks(race: dict[str, Any], snapshots: list[dict[str, Any]]) -> li
     return leaks
 
 
-async def test_the_player_page_never_holds_a_card_not_yet_uncovered(played: PlayedRace) -> None:
-    racing = [s for s in played.snapshots if not s["over"]]
-    assert len(racing) >= len(played.dealt.solution)
-    leaks = play_page_leaks(played.race, played.snapshots)
-    assert leaks == [], [played.snapshots[int(leak.split()[1][:-1])] for leak in leaks[:2]]
+async def test_no_player_page_ever_holds_a_card_not_yet_uncovered(played: PlayedRace) -> None:
+    for name, snapshots in played.snapshots.items():
+        racing = [s for s in snapshots if not s["over"] and s["board"]]
+        assert len(racing) >= len(played.dealt.solution), name
+        leaks = play_page_leaks(played.race, snapshots, name)
+        assert leaks == [], (name, [racing[int(leak.split()[1][:-1])] for leak in leaks[:2]])
 
 
 async def test_the_leak_scan_catches_a_covered_card_and_a_stray_name(played: PlayedRace) -> None:
     race = played.race
-    first = next(s for s in played.snapshots if s["board"] and s["board"][18] != "face-down card")
+    first = next(
+        s for s in played.snapshots["Ann"] if s["board"] and s["board"][18] != "face-down card"
+    )
     snapshot = copy.deepcopy(first)
     snapshot["board"][0] = webutil.LABEL_FOR_CODE[race["peaks"][0]]
     assert play_page_leaks(race, [snapshot]) == ["snapshot 0: a board Ann never had"]
@@ -427,3 +449,96 @@ async def test_the_results_check_the_seed_and_offer_a_rematch(played: PlayedRace
     await page.get_by_role("button", name="▶ Replay the winning line").click()
     await page.locator("#solution").wait_for(state="visible")
     await webutil.screenshot(played.phone, "play-results-phone")
+
+
+# ---- a second race -----------------------------------------------------------------
+async def _resign(page: Page, how: str) -> None:
+    resign = page.get_by_role("button", name="Resign", exact=True)
+    yes = page.get_by_role("button", name="Yes, resign")
+    if how == "taps":
+        await resign.tap()
+        await yes.tap()
+    else:
+        await resign.click()
+        await yes.click()
+    await page.wait_for_function(
+        "() => document.getElementById('say').dataset.text === 'You resigned.'"
+    )
+
+
+async def _kim_plays_with_an_undo(page: Page, line: tuple[Any, ...]) -> None:
+    """Kim plays the first move, takes it back (a 5 s penalty), then the whole line."""
+    await page.keyboard.press("Space" if line[0] == "draw" else HOTKEYS[line[0]])
+    await _own_moves(page, 1)
+    await page.keyboard.press("u")
+    await page.wait_for_function(
+        "() => document.getElementById('own-counts').textContent.endsWith('1 undo')"
+    )
+    for done, step in enumerate(line, start=2):
+        await page.keyboard.press("Space" if step == "draw" else HOTKEYS[step])
+        await _own_moves(page, done)
+
+
+async def test_a_rematch_by_every_player_deals_a_second_race_that_finishes(
+    played: PlayedRace,
+) -> None:
+    pages = {"Ann": played.host, "Bea": played.phone, "Kim": played.keys}
+    ids = {p["name"]: p["player_id"] for p in played.race["players"]}
+    for page in pages.values():
+        await page.evaluate("window.__snapshots = []")
+    if await played.host.get_attribute("#rematch", "aria-pressed") != "true":
+        await played.host.get_by_role("button", name="Rematch", exact=True).click()
+    # The bot has gone but keeps its seat for the reconnect grace: the host frees it.
+    note = played.host.locator("#rematch-note")
+    await note.get_by_text("Bot 1 is offline: kick to race without them.").wait_for()
+    await played.host.get_by_role("button", name="Kick Bot 1", exact=True).click()
+    await played.host.locator("#members tr:has-text('Bot 1')").wait_for(state="detached")
+    await played.phone.get_by_role("button", name="Rematch", exact=True).tap()
+    await played.keys.get_by_role("button", name="Rematch", exact=True).click()
+    for page in pages.values():
+        await page.locator("#board-holder .spot[data-state=up]").first.wait_for(timeout=20_000)
+        assert await page.locator("#results").is_hidden()
+        # A new race from nothing, for the three still here: the bot has left.
+        lines = await page.eval_on_selector_all(
+            "#live-standings li", "items => items.map(i => i.innerText.includes('0/28'))"
+        )
+        assert lines == [True, True, True]
+    await _resign(played.host, "clicks")
+    await _resign(played.phone, "taps")
+    line = played.dealt.solution
+    kim = asyncio.create_task(_kim_plays_with_an_undo(played.keys, line))
+    # The standing follows the race, not the order of joining: Kim, who joined last, leads.
+    for page in pages.values():
+        await page.wait_for_function(
+            "id => { const first = document.querySelector('#live-standings li');"
+            " return first && first.dataset.player === id"
+            " && /1 undo \\(\\+5 s\\)/.test(first.innerText); }",
+            arg=ids["Kim"],
+            timeout=20_000,
+        )
+    await kim
+    for page in pages.values():
+        await page.locator("#results").wait_for(state="visible", timeout=30_000)
+        await page.wait_for_function(
+            "() => ['commit-check', 'deal-check'].every(id => "
+            "document.getElementById(id).dataset.ok === 'true')"
+        )
+    href = await played.host.get_attribute("#race-link", "href")
+    assert href and href.rsplit("/", 1)[1] != played.race["race_id"]
+    async with aiohttp.ClientSession() as http, \
+            http.get(played.server.url + "/api" + href) as response:
+        second = await response.json()
+    assert [(p["name"], p["status"]) for p in second["players"]] == [
+        ("Kim", "finished"), ("Ann", "resigned"), ("Bea", "resigned")
+    ] or [(p["name"], p["status"]) for p in second["players"]] == [
+        ("Kim", "finished"), ("Bea", "resigned"), ("Ann", "resigned")
+    ]
+    assert second["players"][0]["penalty_ms"] == 5000
+    for name, page in pages.items():
+        await _shows_the_stored_standings(page, second)
+        snapshots = await page.evaluate("window.__snapshots")
+        assert play_page_leaks(second, snapshots, name) == [], name
+    finished = f"Kim finished #1 in {_format_ms(second['players'][0]['finish_ms'])}."
+    said = [s["say"] for s in await played.host.evaluate("window.__snapshots")]
+    assert finished in said
+    assert said[-1].startswith("Race over: you came ")

@@ -1,0 +1,1 @@
+"""Players across races, pure: ratings (openskill) and the figures of a profile."""

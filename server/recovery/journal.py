@@ -1,0 +1,225 @@
+"""Log before acknowledging: group commits of room inputs, and the outputs they hold.
+
+The hub hands every input that changed a room to :meth:`Journal.record`, and
+from then on every output it would carry out goes to :meth:`Journal.hold`
+instead, until the entries recorded before it are durable.  A background task
+takes everything recorded and held since its last commit, appends the
+entries to the :class:`~server.recovery.log.InputLog` in one call (one
+transaction: the group commit), and then carries out the held outputs in the
+order they came.  While one commit runs, the next group gathers, so the log
+costs one commit per batch of inputs, not one per input.
+
+A log that keeps refusing is not allowed to stop the races: after
+:data:`RETRIES` the held outputs go out anyway, the rooms of the failed
+entries stop being logged (their logs are dropped, so a restart cannot
+resume them half-way) and :attr:`Journal.problem` says why until a later
+write to the log succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Final
+
+from protocol.wire.messages import MoveAction
+from server import logs
+from server.race.inputs import Opened
+from server.race.outputs import Logged
+from server.recovery import codec
+from server.recovery.log import Entry, InputLog
+
+_encode_move: Final = codec.encode_move
+#: Pauses before the tries of a refused append after the first.
+RETRIES: Final = (0.05, 0.25, 1.0)
+
+
+class Journal:
+    """Logs rooms' inputs in group commits; see the module docstring.
+
+    ``batch()`` is entered while held outputs are carried out (the hub's write
+    batch, so their frames join into as few writes as possible).
+    """
+
+    def __init__(
+        self,
+        log: InputLog,
+        epoch: int,
+        batch: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+    ) -> None:
+        self.log = log
+        self.epoch = epoch
+        self.batch = batch
+        #: Why the last commit failed, until one succeeds.
+        self.problem: str | None = None
+        #: Entries committed, and commits made (for the metrics and the benchmark).
+        self.entries_written = 0
+        self.commits = 0
+        self._next: dict[str, int] = {}
+        #: (room, input), or for a move (room, player, seq, action, position, now).
+        self._staged: list[tuple[Any, ...]] = []
+        self._held: list[Callable[[], None]] = []
+        self._drops: list[str] = []
+        self._busy = False  # a commit is under way
+        self._releasing = False
+        self._closed = False
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+
+    # ---- what the hub calls ------------------------------------------------------
+    def start(self) -> None:
+        """Start the background committer."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    @property
+    def holding(self) -> bool:
+        """True when an output must wait (:meth:`hold`) for inputs not yet durable."""
+        return not self._releasing and bool(self._busy or self._staged or self._held)
+
+    def record(self, room: str, given: Logged) -> None:
+        """Log ``given``, an input that changed room ``room``, in the next commit."""
+        if self._closed:
+            return
+        if isinstance(given, Opened):
+            self._next[room] = 0
+        elif room not in self._next:
+            return  # a room that is not logged (its log failed)
+        self._staged.append((room, given))
+        self._kick()
+
+    def record_move(
+        self, room: str, player_id: str, seq: int, action: MoveAction, position: int | None,
+        now_ms: int,
+    ) -> None:
+        """:meth:`record` of a :class:`~server.race.inputs.Moved` from its fields (the move
+        fast path makes no input object)."""
+        if not self._closed and room in self._next:
+            self._staged.append((room, player_id, seq, action, position, now_ms))
+            self._kick()
+
+    def open(self, room: str, next_index: int = 0) -> None:
+        """Log room ``room`` from now on, its next entry at ``next_index``."""
+        self._next[room] = next_index
+
+    def hold(self, action: Callable[[], None]) -> None:
+        """Carry out ``action`` once everything recorded so far is durable."""
+        self._held.append(action)
+        self._kick()
+
+    def forget(self, room: str) -> None:
+        """Room ``room`` closed: drop its log after what is recorded of it."""
+        if self._next.pop(room, None) is not None:
+            self._drops.append(room)
+            self._kick()
+
+    async def flush(self) -> None:
+        """Wait until everything recorded or held so far is committed and carried out."""
+        while self._staged or self._held or self._drops or self._busy:
+            self._idle.clear()
+            self._kick()
+            await self._idle.wait()
+
+    async def close(self) -> None:
+        """Commit what is recorded, carry out what is held, and stop recording."""
+        await self.flush()
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    # ---- the committer -----------------------------------------------------------
+    def _kick(self) -> None:
+        if not self._wake.is_set():  # once per group: this runs for every move
+            self._idle.clear()
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not (self._staged or self._held or self._drops):
+                self._idle.set()
+                continue
+            staged, self._staged = self._staged, []
+            held, self._held = self._held, []
+            drops, self._drops = self._drops, []
+            self._busy = True
+            try:
+                await self._commit(staged)
+                if drops:
+                    await self._drop(drops)
+            finally:
+                self._busy = False
+                self._release(held)
+            if not (self._staged or self._held or self._drops):
+                self._idle.set()
+
+    def _entries(self, staged: Sequence[tuple[Any, ...]]) -> list[Entry]:
+        entries = []
+        following, epoch, encode, encode_move = self._next, self.epoch, codec.encode, _encode_move
+        for item in staged:
+            room = item[0]
+            index = following.get(room)
+            if index is None:
+                continue
+            following[room] = index + 1
+            data = encode(item[1]) if len(item) == 2 else encode_move(*item[1:])
+            entries.append(Entry(room, index, epoch, data))
+        return entries
+
+    async def _commit(self, staged: Sequence[tuple[Any, ...]]) -> None:
+        entries = self._entries(staged)
+        if not entries:
+            return
+        for pause in (*RETRIES, None):
+            try:
+                await self.log.append(entries)
+            except Exception as exc:  # whatever the back end raises, the races go on
+                error = str(exc) or type(exc).__name__
+                if pause is not None:
+                    await asyncio.sleep(pause)
+                    continue
+                self._failed(entries, error)
+                return
+            self.problem = None
+            self.entries_written += len(entries)
+            self.commits += 1
+            return
+
+    def _failed(self, entries: Sequence[Entry], error: str) -> None:
+        """The log refused these entries for good: their rooms are no longer logged."""
+        rooms = sorted({entry.room for entry in entries})
+        self.problem = f"the input log refused {len(entries)} entries: {error}"
+        logs.event("input_log_failed", level=logging.ERROR, rooms=rooms, reason=error)
+        for room in rooms:
+            self._next.pop(room, None)
+        self._drops += rooms
+
+    async def _drop(self, rooms: Sequence[str]) -> None:
+        try:
+            await self.log.drop(rooms)
+            self.problem = None
+        except Exception as exc:
+            logs.event("input_log_drop_failed", level=logging.WARNING, rooms=list(rooms),
+                       reason=str(exc))
+
+    def _release(self, held: Sequence[Callable[[], None]]) -> None:
+        self._releasing = True
+        try:
+            with self.batch():
+                for action in held:
+                    try:
+                        action()
+                    except Exception:
+                        logs.failure("held_output_failed")
+        finally:
+            self._releasing = False
+

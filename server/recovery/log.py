@@ -1,0 +1,76 @@
+"""The input log's interface: what a back end must do to keep rooms recoverable.
+
+Every input of a room's reducer is appended, as one encoded entry, to that
+room's log before the outputs it caused go out (:mod:`server.recovery.journal`
+batches them into group commits).  After a restart :mod:`server.recovery.resume`
+reads each room's log back and replays it into a fresh room.  A back end sees
+only opaque entries: it never decodes them.
+
+Back ends:
+
+* :class:`server.storage.inputlog.SqlInputLog` keeps the log in the server's own
+  database (SQLite by default; PostgreSQL works the same), for one node.
+* A cluster back end keeps it in a Redis stream per room, each append fenced
+  by the room owner's ``epoch``: an append whose epoch is older than the
+  room's current one raises :class:`FencedError` and changes nothing.
+
+Contract (every back end):
+
+* :meth:`InputLog.append` makes all of its entries durable together (one
+  transaction, one pipeline) or raises; after it returns they survive a crash.
+* Entries of one room come back from :meth:`InputLog.read` in ``index`` order
+  (0, 1, 2, ...).  The one writer of a room (its journal) numbers them without
+  gaps or repeats; a back end may rely on that and need not check it.
+* An entry's data is one line of JSON text (it holds no newline).
+* :meth:`InputLog.drop` forgets rooms whose logs are no longer needed (closed
+  rooms); dropping an unknown room does nothing.
+* :meth:`InputLog.rooms` names every room that has a log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(slots=True)
+class Entry:
+    """One logged input of room ``room``: its place in that room's log, the epoch of the
+    writer, and the input encoded by :mod:`server.recovery.codec` (one line of JSON).
+
+    Not frozen: the journal makes one per move, and a frozen one costs twice as much."""
+
+    room: str
+    index: int
+    epoch: int
+    data: str
+
+
+class LogError(Exception):
+    """The log could not take or give entries (the message says why)."""
+
+
+class FencedError(LogError):
+    """An append carried an epoch older than the room's: another owner has the room."""
+
+
+class InputLog(Protocol):
+    """Where rooms' inputs are kept until the rooms close."""
+
+    async def append(self, entries: Sequence[Entry]) -> None:
+        """Make every entry durable, all together; raise :class:`LogError` if not."""
+        ...
+
+    async def read(self, room: str) -> list[tuple[int, int, str]]:
+        """Room ``room``'s entries as ``(index, epoch, data)``, in index order (empty
+        when it has none)."""
+        ...
+
+    async def rooms(self) -> list[str]:
+        """Every room that has a log."""
+        ...
+
+    async def drop(self, rooms: Sequence[str]) -> None:
+        """Forget these rooms' logs."""
+        ...

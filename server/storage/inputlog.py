@@ -1,0 +1,137 @@
+"""The input log (:mod:`server.recovery.log`) in the server's own database.
+
+``room_inputs`` (Alembic revision ``0004``) holds, per row, a run of one
+room's consecutive entries, one per line, keyed by room code and the index of
+the run's first entry: one row per room per group commit, however many inputs.
+An append is one transaction: on SQLite it takes the store's write lock and
+commits with ``synchronous=FULL`` (see :mod:`server.storage.sqlite`), so
+entries survive a power cut once :meth:`SqlInputLog.append` returns.  Runs
+off the event loop like every other query of
+:class:`~server.storage.store.RaceStore`, whose connections it shares.  One
+node owns the database, so epochs are kept but not fenced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
+
+from server.storage.store import RaceStore, StorageError
+
+metadata: Final = sa.MetaData()
+room_inputs: Final = sa.Table(
+    "room_inputs",
+    metadata,
+    sa.Column("room_code", sa.Text, primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("input_json", sa.Text, nullable=False),
+)
+
+
+_COLUMNS: Final = "room_inputs (room_code, idx, epoch, input_json)"
+_INSERT_SQLITE: Final = f"INSERT INTO {_COLUMNS} VALUES (?, ?, ?, ?)"
+_KEYS: Final = ("room_code", "idx", "epoch", "input_json")
+
+
+class LogEntry(Protocol):
+    """An entry as this module reads it (:class:`server.recovery.log.Entry` is one)."""
+
+    @property
+    def room(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def data(self) -> str: ...
+
+
+def _rows(entries: Sequence[LogEntry]) -> list[tuple[str, int, int, str]]:
+    """Each room's run of consecutive entries as one row ``(room, first index, epoch, data)``:
+    a row costs the database far more than its bytes."""
+    runs: dict[str, list[LogEntry]] = {}
+    rows: list[tuple[str, int, int, str]] = []
+    for entry in entries:
+        run = runs.get(entry.room)
+        if run and (run[-1].index + 1 != entry.index or run[-1].epoch != entry.epoch):
+            rows.append(_row(run))
+            run = None
+        if run is None:
+            run = runs[entry.room] = []
+        run.append(entry)
+    rows += [_row(run) for run in runs.values()]
+    return rows
+
+
+def _row(run: Sequence[LogEntry]) -> tuple[str, int, int, str]:
+    if any("\n" in entry.data for entry in run):
+        raise StorageError("an input log entry may not hold a newline")
+    return run[0].room, run[0].index, run[0].epoch, "\n".join(entry.data for entry in run)
+
+
+class SqlInputLog:
+    """Rooms' input logs in ``store``'s database."""
+
+    def __init__(self, store: RaceStore) -> None:
+        self.store = store
+
+    async def append(self, entries: Sequence[LogEntry]) -> None:
+        """Insert every entry in one transaction: one row per room, holding that room's
+        consecutive entries one per line (entries are JSON, which has no raw newline)."""
+        if not entries:
+            return
+        rows = _rows(entries)
+        try:
+            async with self.store._transaction(exclusive=True) as conn:
+                if self.store.dialect == "sqlite":
+                    # The driver's own executemany: SQLAlchemy's per-row work costs more.
+                    await conn.exec_driver_sql(_INSERT_SQLITE, rows)
+                else:
+                    named = [dict(zip(_KEYS, row, strict=True)) for row in rows]
+                    await conn.execute(room_inputs.insert(), named)
+        except (DBAPIError, OSError) as exc:
+            reason = getattr(exc, "orig", None) or exc
+            raise StorageError(
+                f"cannot append to the input log of {self.store.url}: {reason}"
+            ) from exc
+
+    async def read(self, room: str) -> list[tuple[int, int, str]]:
+        """Room ``room``'s entries as ``(index, epoch, data)``, in index order."""
+        query = (
+            sa.select(room_inputs.c.idx, room_inputs.c.epoch, room_inputs.c.input_json)
+            .where(room_inputs.c.room_code == room)
+            .order_by(room_inputs.c.idx)
+        )
+        async with self.store._connection() as conn:
+            rows = (await conn.execute(query)).all()
+        entries = []
+        for row in rows:
+            for offset, data in enumerate(str(row.input_json).split("\n")):
+                entries.append((int(row.idx) + offset, int(row.epoch), data))
+        return entries
+
+    async def rooms(self) -> list[str]:
+        """Every room with a log, in code order."""
+        query = sa.select(room_inputs.c.room_code).distinct().order_by(room_inputs.c.room_code)
+        async with self.store._connection() as conn:
+            return [str(row.room_code) for row in await conn.execute(query)]
+
+    async def max_epoch(self) -> int:
+        """The highest epoch any entry has (0 for an empty log)."""
+        async with self.store._connection() as conn:
+            value = (await conn.execute(sa.select(sa.func.max(room_inputs.c.epoch)))).scalar()
+        return int(value) if value is not None else 0
+
+    async def drop(self, rooms: Sequence[str]) -> None:
+        """Delete these rooms' entries in one transaction."""
+        if not rooms:
+            return
+        async with self.store._transaction(exclusive=True) as conn:
+            await conn.execute(room_inputs.delete().where(room_inputs.c.room_code.in_(list(rooms))))
