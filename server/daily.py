@@ -26,6 +26,7 @@ from protocol.rules.game import Rules
 from protocol.wire.errors import ERROR_TEXT, ErrorCode
 from protocol.wire.messages import DealCodes
 from server import logs
+from server.race import inputs
 from server.race.daily import (
     BOARDS,
     DAILY_RULES,
@@ -35,7 +36,6 @@ from server.race.daily import (
     is_revealed,
     leaderboard,
 )
-from server.race import inputs
 from server.race.outputs import DealRequest
 from server.race.room import Room
 from server.race.room_types import Identity

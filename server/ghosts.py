@@ -8,8 +8,8 @@ from protocol.wire import codec
 from protocol.wire.errors import ErrorCode
 from protocol.wire.messages import GhostRef
 from server.daily import DailyService
-from server.race.ghost import GhostError, GhostRun, run_of
 from server.race import inputs
+from server.race.ghost import GhostError, GhostRun, run_of
 from server.race.outputs import LoadGhosts
 from server.storage.store import RaceStore, StorageError
 
