@@ -164,7 +164,7 @@ def create_app(
     app.router.add_get("/api/races", handle_race_list)
     app.router.add_get("/api/races/{race_id}", handle_race)
     add_daily_routes(app, lambda request: request.app[HUB].daily)
-    add_player_routes(app, lambda app: app[STORE])
+    add_player_routes(app, lambda app: app[STORE], lambda app: app[HUB].daily.today())
     add_web_routes(app)
     return app
 

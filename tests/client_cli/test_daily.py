@@ -73,3 +73,19 @@ def test_the_leaderboard_offers_a_ghost_only_once_the_day_is_over() -> None:
            "humans": [{**entry, "race_id": "r1", "player_id": "p1"}]}
     text = "\n".join(leaderboard_lines(doc))
     assert "finished in 61.0 s" in text and "--ghost r1:p1" in text
+
+
+async def test_a_bot_whose_name_was_claimed_plays_the_daily_once_ranked(tmp_path) -> None:
+    async with running_server(tmp_path) as server:
+        server.hub.shift_clock(NOON - server.hub.now_ms())
+        status, out, err = await tripeaks("claim", "robo1", "--server", server.ws_url)
+        assert status == 0, out + err
+        bot = ("bot", "--daily", "--pace", "0", "--name", "robo", "--server", server.ws_url)
+        status, out, err = await tripeaks(*bot)
+        assert status == 0, out + err
+        status, out, err = await tripeaks("daily", "--leaderboard", "--server", server.ws_url)
+        assert "(still open; 0 unranked" in out
+        bots = out.split("bots:")[1]
+        assert "1. robo1" in bots
+        status, out, err = await tripeaks(*bot)
+        assert "played the daily deal of 2031-03-14 already" in out + err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import aiohttp
@@ -27,6 +28,7 @@ from server.race.records import RaceRecord
 from server.race.room_types import Identity
 from server.storage.store import RaceStore
 from tests.server.storage.test_store import make_record
+from tests.server.test_players import hello, new_key
 from tests.serverutil import TestClient, connect, running_server
 
 NOON = day_start_ms("2031-03-14") + DAY_MS // 2
@@ -237,3 +239,46 @@ def daily_record(race_id: str, name: str, finish: int | None, cleared: int) -> R
                      status="finished" if finish else "stuck", finish_ms=finish,
                      cleared=cleared, moves=40)
     return replace(base, options={**base.options, "daily": True}, players=(player,))
+
+
+# ---- claimed names on a real server ----------------------------------------------------
+async def test_a_claimed_name_plays_the_daily_once_ranked_and_its_profile_hides_it_till_midnight(
+    tmp_path,
+) -> None:
+    key = new_key()
+    async with running_server(tmp_path) as server, aiohttp.ClientSession() as http:
+        server.hub.shift_clock(NOON - server.hub.now_ms())
+        ann, welcome = await hello(server.ws_url, "Ann", key)
+        assert isinstance(welcome, m.Welcome)
+        await ann.request(m.CreateRoom(m.RoomOptions(daily=True, countdown_s=0)), m.RoomState)
+        await ann.request(m.Start(), m.RaceStart)
+        over = await ann.request(m.Resign(), m.RaceOver)
+        await ann.close()
+        # Another connection proving the same name, spelt otherwise, is refused a second go.
+        again, _ = await hello(server.ws_url, "ＡＮＮ", key)
+        await again.request(m.CreateRoom(m.RoomOptions(daily=True, countdown_s=0)), m.RoomState)
+        refused = await again.request(m.Start(), m.Error)
+        assert refused.code == ErrorCode.DAILY_PLAYED and "2031-03-14" in refused.message
+        states = [f for f in again.frames if isinstance(f, m.RoomState)]
+        assert states[-1].phase is m.Phase.LOBBY
+        await again.close()
+        # A guest of another name plays unranked, as often as they like.
+        for _ in range(2):
+            guest, _, _ = await resigned_attempt(server.ws_url, "Bea")
+            await guest.close()
+        status, board = await get(http, server.url + "/api/daily/2031-03-14/leaderboard")
+        assert status == 200 and board["unranked"] == 2
+        assert [e["name"] for e in board["humans"]] == ["Ann"]  # type: ignore[index]
+        for _ in range(50):  # the result is written just after race_over
+            status, profile = await get(http, server.url + "/api/players/ann")
+            if profile["races"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert status == 200 and profile["races"] == 1
+        assert profile["recent_races"] == [] and over.race_id not in str(profile)
+
+        server.hub.shift_clock(DAY_MS // 2)  # midnight
+        status, profile = await get(http, server.url + "/api/players/ann")
+        recent = profile["recent_races"]
+        assert [r["race_id"] for r in recent] == [over.race_id]  # type: ignore[union-attr]
+        assert profile["rating"]["rated_races"] == 0  # type: ignore[index]
