@@ -5,8 +5,8 @@ aborted), was not a practice race, a ghost race or a daily attempt, and had
 at least two claimed human players.  Only those players' ratings move,
 ranked among themselves in the race's order: bots and guests are left out as
 if absent.  The number shown is conservative: ``1000 + 40 * (mu - 3 * sigma)``,
-so a new player shows
-1000 and a rating rises as much through certainty as through wins.
+so a new player shows 1000 and a rating rises as much through certainty as
+through wins.
 """
 
 from __future__ import annotations
