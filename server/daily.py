@@ -138,12 +138,15 @@ class DailyService:
         try:
             async with self.store.writing() as conn:
                 await db.insert_attempt(conn, attempt)
-        except db.AttemptTaken:
+        except db.AttemptTaken as exc:
+            async with self.store.reading() as conn:
+                taken = await db.attempt_of(conn, day, key)
+            if taken is None:  # refused for another reason than an attempt made
+                raise StorageError(f"the attempt could not be registered: {exc}") from exc
             # The same race asking again (its room rebuilt after a restart) is not a
             # second attempt.
-            async with self.store.reading() as conn:
-                if await db.day_of_race(conn, race_id) != day:
-                    raise DailyPlayed(day) from None
+            if taken.race_id != race_id:
+                raise DailyPlayed(day) from None
         return day, dealt
 
     async def public(self, day: str) -> dict[str, Any]:

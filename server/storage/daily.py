@@ -57,7 +57,8 @@ class AttemptRow:
 
 
 class AttemptTaken(Exception):
-    """This player has already started an attempt at this day's deal."""
+    """The attempt's row broke a constraint: most likely the player has started an
+    attempt at this day's deal already (:func:`attempt_of` says for sure)."""
 
 
 async def get_deal(conn: AsyncConnection, day: str) -> DailyDealRow | None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import aiohttp
 import pytest
+import sqlalchemy as sa
 
 from protocol.deals.commitment import verify_commitment, verify_deal
 from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
@@ -282,3 +283,29 @@ async def test_a_claimed_name_plays_the_daily_once_ranked_and_its_profile_hides_
         recent = profile["recent_races"]
         assert [r["race_id"] for r in recent] == [over.race_id]  # type: ignore[union-attr]
         assert profile["rating"]["rated_races"] == 0  # type: ignore[index]
+
+
+async def test_an_attempt_the_store_refuses_to_register_is_not_dealt_and_not_counted(
+    tmp_path,
+) -> None:
+    refuse = sa.text("CREATE TRIGGER no_room BEFORE INSERT ON daily_attempts "
+                     "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    key = new_key()
+    async with running_server(tmp_path) as server:
+        server.hub.shift_clock(NOON - server.hub.now_ms())
+        async with server.hub.store.writing() as conn:
+            await conn.execute(refuse)
+        ann, _ = await hello(server.ws_url, "Ann", key)
+        await ann.request(m.CreateRoom(m.RoomOptions(daily=True, countdown_s=0)), m.RoomState)
+        refused = await ann.request(m.Start(), m.Error)
+        assert refused.code == ErrorCode.DAILY_UNAVAILABLE
+        assert not any(isinstance(f, m.RaceStart) for f in ann.frames)
+        states = [f for f in ann.frames if isinstance(f, m.RoomState)]
+        assert states[-1].phase is m.Phase.LOBBY
+        async with server.hub.store.writing() as conn:
+            await conn.execute(sa.text("DROP TRIGGER no_room"))
+        # Nothing was counted: the claimed name starts its one attempt now.
+        start = await ann.request(m.Start(), m.RaceStart)
+        over = await ann.request(m.Resign(), m.RaceOver)
+        assert over.daily == "2031-03-14" and start.commitment == over.commitment
+        await ann.close()
