@@ -11,6 +11,7 @@ from textual.containers import Grid
 from textual.widgets import Button, DataTable, Footer, Static
 
 from client_cli.board import Knowledge
+from client_cli.client import member_mark
 from client_cli.render import draw_board
 from client_cli.results import (
     clock,
@@ -81,7 +82,9 @@ class ResultsScreen(ClientScreen):
         table = self.query_one("#standings", DataTable)
         table.clear()
         for s in sorted(race.standings, key=lambda s: s.rank):
-            name = s.name + (" (bot)" if s.bot else "") + (" (ghost)" if s.ghost else "") + (
+            seen = state.players.get(s.player_id)
+            mark = member_mark(s.bot, s.ghost, seen is not None and seen.guest)
+            name = s.name + (f" ({mark})" if mark else "") + (
                 " ← you" if s.player_id == state.player_id else "")
             time_text = clock(s.time_ms) if s.status is m.PlayerStatus.FINISHED else "–"
             table.add_row(str(s.rank), name, status_words(s.status, race.ended_by), time_text,
