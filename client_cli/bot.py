@@ -31,6 +31,7 @@ from websockets.asyncio.client import ClientConnection
 
 from client_cli.board import Board, Knowledge
 from client_cli.connection import open_socket, wire_move
+from client_cli.keys import stored_key
 from client_cli.net import ClientError, ConnectionLost, error_text
 from client_cli.strategy import STRATEGIES, Strategy
 from protocol.rules.game import Rules, Status
@@ -159,7 +160,9 @@ class Bot:
         #: The address given; :attr:`url` follows ``moved`` to the room's node (cluster mode).
         self.home_url = url
         self.result = BotResult(name)
-        self.session = ClientSession(name, bot=True, client="tripeaks-bot")
+        # A bot's name claimed with ``tripeaks claim`` is proved like a person's: its
+        # daily attempts are then ranked (on the bots' board).
+        self.session = ClientSession(name, bot=True, client="tripeaks-bot", key=stored_key(name))
         self.strategy_name = strategy
         self.strategy = Strategy(strategy, rng=rng)
         # Each bot keeps a pace of its own, within about a fifth of the one asked for.

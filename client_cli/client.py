@@ -53,6 +53,12 @@ OUT_OF_RACE: Final = {
 Listener = Callable[[str, object], None]
 
 
+def member_mark(bot: bool, ghost: bool, guest: bool) -> str:
+    """What a player is, in a word after their name on every screen: a ghost (a stored
+    run), a bot, a guest (no claimed name proved), or nothing for a claimed name."""
+    return "ghost" if ghost else "bot" if bot else "guest" if guest else ""
+
+
 @dataclass(slots=True)
 class Opponent:
     """What the screens show about one player of the room."""
@@ -60,6 +66,10 @@ class Opponent:
     player_id: str
     name: str
     bot: bool = False
+    #: A stored run the server replays (a ghost race), not a person.
+    ghost: bool = False
+    #: Plays under a name nobody proved with its key (Member.guest).
+    guest: bool = False
     cleared: int = 0
     stock_left: int = 0
     moves: int = 0
@@ -406,10 +416,12 @@ class GameClient:
         for member in room.members:
             player = state.players.get(member.player_id)
             if player is None:
-                player = Opponent(member.player_id, member.name, member.bot)
+                player = Opponent(member.player_id, member.name, member.bot, member.ghost,
+                                  member.guest)
                 state.players[member.player_id] = player
             else:
                 player.connected, player.name = member.connected, member.name
+                player.guest = member.guest
             if member.player_id == state.player_id:
                 # The server seats a second "root" as "root (2)": say so, once per change.
                 if member.name != state.name and member.name != self.session.name:

@@ -1,4 +1,4 @@
-"""``tripeaks play | host | join | watch | bot``: the terminal client's subcommands.
+"""``tripeaks play | host | join | watch | bot | daily``: the terminal client's subcommands.
 
 Textual is imported only by the full-screen commands, so ``tripeaks bot``
 and ``--plain`` start fast and work where Textual cannot draw.
@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Final
 
+from client_cli.daily import DAILY_OPTIONS, add_daily_parser, ghost_refs
 from client_cli.names import BadName, choose_name
 from client_cli.net import DEFAULT_SERVER, ClientError, http_base, normalise_url
 from client_cli.strategy import STRATEGY_CHOICES
@@ -46,6 +47,9 @@ def add_parsers(subparsers: Any) -> None:
     where = bot.add_mutually_exclusive_group(required=True)
     where.add_argument("--room", metavar="CODE", help="join the room with this code")
     where.add_argument("--host", action="store_true", help="create a room, print its code")
+    where.add_argument("--daily", action="store_true",
+                       help="play today's daily deal once, solo (ranked with the bots, apart "
+                            "from people, when the name is claimed)")
     bot.add_argument("--count", type=_positive_int, default=1, help="bots (default 1)")
     bot.add_argument("--pace", type=float, default=DEMO_PACE, metavar="MOVES_PER_S",
                      help="moves per second per bot, about a person's pace by default "
@@ -69,6 +73,7 @@ def add_parsers(subparsers: Any) -> None:
     bot.add_argument("--name", default="bot", help="name prefix (default %(default)s)")
     _room_options(bot)
     bot.set_defaults(func=_bot)
+    add_daily_parser(subparsers, _play)
 
 
 #: ``tripeaks bot`` defaults that make a room a person can race or watch.
@@ -103,6 +108,9 @@ def _room_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--difficulty", choices=["any", "easy", "medium", "hard"], default=None)
     group.add_argument("--no-spectators", action="store_true")
     group.add_argument("--spectator-delay", type=int, default=None, metavar="SECONDS")
+    group.add_argument("--ghost", action="append", default=None, metavar="RACE_ID[:PLAYER_ID]",
+                       help="race this stored run as a ghost (a bare race id: its winner's "
+                            "run); up to 3, all of one deal")
 
 
 def _positive_int(text: str) -> int:
@@ -114,6 +122,9 @@ def _positive_int(text: str) -> int:
 
 def room_options_from(args: argparse.Namespace) -> m.RoomOptions:
     """Room options from the command line, defaults for anything not given."""
+    daily: m.RoomOptions | None = getattr(args, "daily_options", None)
+    if daily is not None:
+        return daily
     values: dict[str, Any] = {}
     pairs = {
         "room_name": "name", "max_players": "max_players", "seed": "practice_seed",
@@ -135,6 +146,8 @@ def room_options_from(args: argparse.Namespace) -> m.RoomOptions:
         values["empty_waste"] = True
     if getattr(args, "no_spectators", False):
         values["allow_spectators"] = False
+    if getattr(args, "ghost", None):
+        values["ghosts"] = ghost_refs(args.server, args.ghost)
     return m.RoomOptions(**values)
 
 
@@ -150,14 +163,22 @@ def _play(args: argparse.Namespace) -> int:
 
         if choice.warning:
             print(f"warning: {choice.warning}", flush=True)
-        create = room_options_from(args) if args.start == "host" else None
+        try:
+            create = room_options_from(args) if args.start == "host" else None
+        except ClientError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         return asyncio.run(run_plain(
             url, choice.name, first=_first_commands(args), create=create,
             name_note=choice.explained(),
         ))
     from client_cli.tui.app import TriPeaksApp
 
-    options = room_options_from(args) if args.start == "host" else None
+    try:
+        options = room_options_from(args) if args.start == "host" else None
+    except ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     app = TriPeaksApp(url, choice.name, start=args.start, code=args.code, options=options,
                       ask_name=choice.ask, warning=choice.warning)
     status = app.run()
@@ -193,9 +214,19 @@ def _bot(args: argparse.Namespace) -> int:
         print("error: --pace, --lobby and --wait-for cannot be negative", file=sys.stderr)
         return 2
     options = None
-    if args.host:
-        options = room_options_from(args)
-        options = replace(options, public=not args.private)
+    if args.daily and args.count != 1:
+        print("error: with --daily each bot plays its own attempt: use --count 1",
+              file=sys.stderr)
+        return 2
+    try:
+        if args.host:
+            options = room_options_from(args)
+            options = replace(options, public=not args.private)
+    except ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.daily:
+        options = replace(DAILY_OPTIONS, countdown_s=0)
 
     def report(name: str, event: str, detail: str) -> None:
         if event == "joined" and args.host and name == f"{args.name}1":
@@ -204,14 +235,15 @@ def _bot(args: argparse.Namespace) -> int:
             print(f"{name}: {event} {detail}", flush=True)
 
     settings = BotSettings(
-        name_prefix=args.name, min_players=args.min_players, on_event=report,
+        name_prefix=args.name, on_event=report,
         seed=args.seed_bots, lobby_s=args.lobby if args.host else 0.0,
-        wait_for=args.wait_for, races=args.races,
+        wait_for=args.wait_for, races=1 if args.daily else args.races,
+        min_players=1 if args.daily else args.min_players,
     )
     try:
         results = asyncio.run(
             run_bots(
-                args.server, args.count, room=args.room, host=args.host,
+                args.server, args.count, room=args.room, host=args.host or args.daily,
                 pace=args.pace or None, strategy=args.strategy, options=options,
                 settings=settings,
             )

@@ -103,6 +103,13 @@ def fetch_json(server: str, path: str, timeout: float = 5.0) -> Any:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        # The API answers its errors as {"error": "..."}: say what it said.
+        try:
+            said = json.loads(exc.read().decode("utf-8"))["error"]
+        except (ValueError, KeyError, TypeError, OSError):
+            said = exc.reason
+        raise ClientError(f"{url}: {exc.code} {said}") from None
     except urllib.error.URLError as exc:
         reason = exc.reason
         detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason

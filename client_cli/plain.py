@@ -15,7 +15,14 @@ from collections.abc import Callable
 from typing import TextIO
 
 from client_cli.board import UNDO, Action
-from client_cli.client import ClientError, GameClient, MoveVerdict, by_standing, own_status
+from client_cli.client import (
+    ClientError,
+    GameClient,
+    MoveVerdict,
+    by_standing,
+    member_mark,
+    own_status,
+)
 from client_cli.render import plain_board
 from client_cli.results import clock, replay_steps, standing_lines, summary_lines
 from client_cli.seats import SeatFiles
@@ -141,6 +148,9 @@ class PlainUI:
         for member in room.members:
             tags = [t for t, on in (("host", member.player_id == room.host_id),
                                     ("ready", member.ready), ("bot", member.bot),
+                                    ("ghost", member.ghost),
+                                    ("guest", member_mark(member.bot, member.ghost,
+                                                          member.guest) == "guest"),
                                     ("offline", not member.connected)) if on]
             members.append(member.name + (f" ({', '.join(tags)})" if tags else ""))
         role = "watching" if room.your_role is m.Role.SPECTATOR else "playing"

@@ -56,7 +56,8 @@ def standing_lines(race: m.RaceOver, me: str | None = None) -> list[str]:
     header = f"{'#':>2}  {'player':<24} {'result':<11} {'time':>8} {'cleared':>7}"
     lines = [f"{header} {'moves':>5} {'undos':>5}"]
     for s in sorted(race.standings, key=lambda s: s.rank):
-        name = s.name + (" (bot)" if s.bot else "") + (" ← you" if s.player_id == me else "")
+        name = s.name + (" (bot)" if s.bot else "") + (" (ghost)" if s.ghost else "") + (
+            " ← you" if s.player_id == me else "")
         time_text = clock(s.time_ms) if s.status is m.PlayerStatus.FINISHED else "–"
         lines.append(
             f"{s.rank:>2}  {name:<24} {status_words(s.status, race.ended_by):<11} "
@@ -85,7 +86,10 @@ class Verification:
 
 
 def revealed_deal(race: m.RaceOver) -> Deal | None:
-    """The deal ``race_over`` reveals, or ``None`` if its codes are not a valid deal."""
+    """The deal ``race_over`` reveals, or ``None`` if its codes are not a valid deal (or a
+    daily attempt's deal is kept back until its day is over)."""
+    if race.deal is None:
+        return None
     try:
         return race.deal.to_deal(race.rules)
     except (CardError, ValueError):
@@ -95,6 +99,8 @@ def revealed_deal(race: m.RaceOver) -> Deal | None:
 def verify(race: m.RaceOver, commitment_at_start: str | None = None) -> Verification:
     """Check the commitment (as sent at race start when known), the deal and the winning line."""
     digest = commitment_at_start or race.commitment
+    if race.seed is None or race.candidate is None:
+        return Verification(False, False, False)  # a daily attempt: checked after its day
     commitment_ok = digest == race.commitment and verify_commitment(digest, race.seed, race.rules)
     deal = revealed_deal(race)
     deal_ok = deal is not None and verify_deal(deal, race.seed, race.candidate)
@@ -102,7 +108,7 @@ def verify(race: m.RaceOver, commitment_at_start: str | None = None) -> Verifica
     if deal is not None:
         try:
             game = Game(deal)
-            for step in race.solution:
+            for step in race.solution or ():
                 game.push(step)
             line_ok = game.cleared == 28
         except (IllegalMoveError, TypeError, IndexError):
@@ -114,10 +120,10 @@ def replay_steps(race: m.RaceOver) -> list[str]:
     """The winning line card by card, cards named as the board shows them: ``1. play 23 Q♥``."""
     deal = revealed_deal(race)
     if deal is None:
-        return ["the revealed deal is not valid"]
+        return [hidden_text(race) if race.daily else "the revealed deal is not valid"]
     game = Game(deal)
     out = []
-    for number, step in enumerate(race.solution, 1):
+    for number, step in enumerate(race.solution or (), 1):
         try:
             if step == DRAW:
                 out.append(f"{number:>2}. draw {card_label(game.draw())}")
@@ -134,6 +140,12 @@ def replay_steps(race: m.RaceOver) -> list[str]:
 
 def summary_lines(race: m.RaceOver, commitment_at_start: str | None = None) -> list[str]:
     """Par, practice flag, the revealed seed and the verdict of the checks."""
+    if race.daily is not None:
+        return [
+            f"daily deal {race.daily}: attempt {race.race_id} ended "
+            f"({race.ended_by.value.replace('_', ' ')})",
+            hidden_text(race),
+        ]
     check = verify(race, commitment_at_start)
     kind = "practice race" if race.practice else "race"
     return [
@@ -143,3 +155,9 @@ def summary_lines(race: m.RaceOver, commitment_at_start: str | None = None) -> l
         f"checks: commitment {'✔' if check.commitment_ok else '✗'}, "
         f"deal {'✔' if check.deal_ok else '✗'}, winning line {'✔' if check.line_ok else '✗'}",
     ]
+
+
+def hidden_text(race: m.RaceOver) -> str:
+    """What a daily attempt's results say instead of the seed and the checks."""
+    return (f"the seed and the deal of {race.daily} are revealed once that day is over (UTC); "
+            f"then `tripeaks daily --check {race.daily}` checks commitment {race.commitment[:16]}…")

@@ -29,6 +29,7 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from server import logs, metrics
 from server.config import IPNetwork, Settings
+from server.daily_http import add_daily_routes
 from server.hub import Hub
 from server.player_api import add_player_routes
 from server.race.listing import RoomListing, listing_cost
@@ -179,7 +180,8 @@ def create_app(
     app.router.add_get("/api/rooms", handle_rooms)
     app.router.add_get("/api/races", handle_race_list)
     app.router.add_get("/api/races/{race_id}", handle_race)
-    add_player_routes(app, lambda app: app[STORE])
+    add_daily_routes(app, lambda request: request.app[HUB].daily)
+    add_player_routes(app, lambda app: app[STORE], lambda app: app[HUB].daily.today())
     add_web_routes(app)
     return app
 
@@ -332,6 +334,10 @@ async def handle_race(request: web.Request) -> web.Response:
     race_id = request.match_info["race_id"]
     if not _RACE_ID.match(race_id):
         return _json_error(400, "a race id is 1 to 64 letters, digits, '-' or '_'")
+    hidden = await request.app[HUB].daily.race_hidden(race_id)
+    if hidden is not None:
+        return _json_error(403, f"this race is an attempt at the daily deal of {hidden}; "
+                                "it is shown once that day is over (UTC)")
     record = await request.app[STORE].get_race(race_id)
     if record is None:
         return _json_error(404, f"no stored race has the id {race_id!r}")
@@ -348,7 +354,10 @@ async def handle_race_list(request: web.Request) -> web.Response:
     limit = int(raw_limit)
     if player is not None and len(player) > 64:
         return _json_error(400, "player names are at most 64 characters")
-    records = await request.app[STORE].list_races(player, limit, with_logs=False)
+    hide = request.app[HUB].daily.today()
+    records = await request.app[STORE].list_races(
+        player, limit, with_logs=False, hide_daily_from=hide
+    )
     return web.json_response({"races": [record.summary_json() for record in records]})
 
 

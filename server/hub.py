@@ -23,11 +23,11 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from protocol.deals.dealer import DealtGame, Difficulty
+from protocol.deals.dealer import DealtGame, Difficulty, deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
@@ -37,10 +37,13 @@ from protocol.wire.lifecycle import MOVE_PHASES
 from server import ids, logs
 from server.claims import Claims, Held
 from server.config import Settings
+from server.daily import DailyService, daily_for_room
 from server.dealpool import POOL_CEILING, StartRate, deal_later, deal_now, pool_target
+from server.ghosts import ghosts_for_room
 from server.metrics import Metrics
 from server.pars import ParJob, ParJobs, with_par
 from server.race import inputs
+from server.race.daily import day_end_ms, day_of
 from server.race.listing import RoomListing, listing_cost
 from server.race.lobby import Limits, Lobby, NewPlayer, Session
 from server.race.outputs import (
@@ -49,6 +52,7 @@ from server.race.outputs import (
     DealRequest,
     Detach,
     InRoom,
+    LoadGhosts,
     LobbyOutput,
     Output,
     RaceBegan,
@@ -210,6 +214,8 @@ class Hub:
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
+        #: The daily deal (its clock is this hub's).
+        self.daily = DailyService(store, self._deal_in_pool, self.now_ms)
         self._calls = self._message_table()
         self._room_outputs = self._room_output_table()
         self._frames: dict[type[Any], Callable[[RoomHandle, Any], None]] = {
@@ -227,6 +233,7 @@ class Hub:
         if self.journal is not None:
             self.journal.start()
         self._prepare_ahead((m.RoomOptions().rules, Difficulty.ANY))
+        self.spawn(self._warm_daily())
         if self.settings.heartbeat_s > 0:
             self.spawn(keep_alive(lambda: self.connections, self.now_ms, self.settings.heartbeat_s))
 
@@ -234,6 +241,11 @@ class Hub:
     def now_ms(self) -> int:
         """Unix time in ms, driven by the loop's monotonic clock."""
         return int(self._loop.time() * 1000 + self._clock_offset_ms)
+
+    def shift_clock(self, ms: int) -> None:
+        """Move this hub's clock by ``ms`` (tests cross midnight without sleeping); timers
+        already set fire at the same moment of the loop's clock."""
+        self._clock_offset_ms += ms
 
     @property
     def rooms(self) -> Mapping[str, Room]:
@@ -423,6 +435,9 @@ class Hub:
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self._deal(handle, out)),
+            LoadGhosts: lambda handle, out: self.spawn(
+                self._carry(handle, ghosts_for_room(self.store, self.daily, out, self.now_ms))
+            ),
             SaveRace: self._save,
             Detach: lambda handle, out: self.apply(
                 None, self.lobby.detach(handle.room.code, out.player_id)
@@ -593,7 +608,10 @@ class Hub:
 
     # ---- dealing -----------------------------------------------------------------
     async def _deal(self, handle: RoomHandle, request: DealRequest) -> None:
-        practice = handle.room.options.practice_seed is not None
+        if request.daily:
+            await self._carry(handle, daily_for_room(self.daily, handle.room, request, self.now_ms))
+            return
+        practice = request.chosen
         dealt: DealtGame | None = None
         key = (request.rules, request.difficulty)
         started = time.perf_counter()
@@ -630,6 +648,30 @@ class Hub:
                 outputs = self.enter(handle, inputs.Dealt(request.ticket, dealt, self.now_ms()))
             if outputs:  # par follows, off the start path (server.pars)
                 handle.par = self.pars.submit(dealt)
+
+    async def _carry(
+        self, handle: RoomHandle, given: Awaitable[inputs.Input | None]
+    ) -> None:
+        """Enter a room's input once it is ready, if the room is still open."""
+        ready = await given
+        if ready is not None and not handle.room.closed and not self.closing:
+            with self.batch:
+                self.enter(handle, ready)
+
+    async def _deal_in_pool(self, seed: str, rules: Rules, difficulty: Difficulty) -> DealtGame:
+        return await self._loop.run_in_executor(
+            self.executor, deal_for_seed, seed, rules, difficulty
+        )
+
+    async def _warm_daily(self) -> None:
+        """Today's daily deal drawn and dealt at start-up and after each midnight (UTC)."""
+        while not self.closing:
+            try:
+                await self.daily.warm()
+            except Exception:
+                logs.failure("daily_warm_failed")
+            now = self.now_ms()
+            await asyncio.sleep((day_end_ms(day_of(now)) - now) / 1000 + 0.001)
 
     def _prepare_ahead(self, key: tuple[Rules, Difficulty]) -> None:
         """Keep deals ready per rule set, so most starts need no solving at all."""

@@ -1,7 +1,9 @@
 """``GET /api/players/{name}`` and ``GET /api/leaderboard``: claimed players across races.
 
 The shapes are described in docs/players.md.  A name is looked up as claims
-compare it (NFKC, case folded), so ``/api/players/ＡＮＮ`` is Ann's profile.
+compare it (NFKC, case folded), so ``/api/players/ＡＮＮ`` is Ann's profile.  A
+profile's recent races leave out the attempts at today's daily deal (their
+seeds are secret until midnight, UTC).
 """
 
 from __future__ import annotations
@@ -26,14 +28,20 @@ MAX_BOARD: Final = 100
 RECENT_RACES: Final = 20
 _DIGITS: Final = re.compile(r"[0-9]{1,9}")
 StoreOf = Callable[[web.Application], RaceStore]
+TodayOf = Callable[[web.Application], str | None]
 _STORE_OF: Final = web.AppKey[StoreOf]("store_of")
+_TODAY_OF: Final = web.AppKey[TodayOf]("today_of")
 
 
 def add_player_routes(
-    app: web.Application, store_of: Callable[[web.Application], RaceStore]
+    app: web.Application,
+    store_of: Callable[[web.Application], RaceStore],
+    today_of: TodayOf = lambda app: None,
 ) -> None:
-    """Register the two routes; ``store_of`` finds the app's store (opened at start-up)."""
+    """Register the two routes; ``store_of`` finds the app's store (opened at start-up),
+    ``today_of`` the day of the daily deal being played, whose attempts stay hidden."""
     app[_STORE_OF] = store_of
+    app[_TODAY_OF] = today_of
     app.router.add_get("/api/players/{name}", handle_profile)
     app.router.add_get("/api/leaderboard", handle_leaderboard)
 
@@ -47,7 +55,10 @@ async def handle_profile(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     if not 1 <= len(name) <= 64 or not name.isprintable():
         return _error(400, "a name is 1 to 64 printable characters")
-    profile = await _players(request).profile(account_of(name), RECENT_RACES)
+    today = request.app[_TODAY_OF](request.app)
+    profile = await _players(request).profile(
+        account_of(name), RECENT_RACES, hide_daily_from=today
+    )
     if profile is None:
         return _error(404, f"nobody has claimed the name {name!r}; guests have no profile")
     return web.json_response(profile_json(profile))

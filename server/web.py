@@ -2,8 +2,8 @@
 
 :func:`add_web_routes` registers ``/`` (public rooms, create and join),
 ``/play/{code}`` (the player's page), ``/watch/{code}`` (a live race),
-``/races/{race_id}`` (a stored race replayed), ``/players/{name}`` (a claimed
-player's profile), ``/leaderboard``, the static files
+``/races/{race_id}`` (a stored race replayed), ``/daily`` (the daily deal),
+``/players/{name}`` (a claimed player's profile), ``/leaderboard``, the static files
 under ``/static/`` and ``/api/protocol.schema.json`` (the JSON Schema of every
 message, built from the codec's own schema).  The pages are static files:
 everything live comes from the JSON WebSocket subprotocol and the ``/api``
@@ -86,6 +86,11 @@ async def leaderboard_page(request: web.Request) -> web.StreamResponse:
     return _page("leaderboard.html")
 
 
+async def daily_page(request: web.Request) -> web.StreamResponse:
+    """``/daily``: today's daily deal and a day's leaderboards."""
+    return _page("daily.html")
+
+
 async def protocol_schema(request: web.Request) -> web.StreamResponse:
     """``/api/protocol.schema.json``: the JSON Schema of every wire message."""
     return web.Response(
@@ -107,6 +112,7 @@ def add_web_routes(app: web.Application) -> None:
     app.router.add_get("/play/{code}", play_page, name="web-play")
     app.router.add_get("/watch/{code}", watch_page, name="web-watch")
     app.router.add_get("/races/{race_id}", race_page, name="web-race")
+    app.router.add_get("/daily", daily_page, name="web-daily")
     app.router.add_get("/players/{name}", player_page, name="web-player")
     app.router.add_get("/leaderboard", leaderboard_page, name="web-leaderboard")
     app.router.add_get("/api/protocol.schema.json", protocol_schema, name="protocol-schema")

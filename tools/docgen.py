@@ -65,8 +65,8 @@ COMMITMENT_VECTORS: Final[tuple[tuple[str, Rules], ...]] = (
 )
 
 NESTED: Final = (
-    m.RoomOptions, m.Member, m.RoomSummary, m.BoardView, m.Uncovered, m.PlayerProgress,
-    m.Standing, m.DealCodes,
+    m.RoomOptions, m.GhostRef, m.Member, m.RoomSummary, m.BoardView, m.Uncovered,
+    m.PlayerProgress, m.Standing, m.DealCodes,
 )
 
 

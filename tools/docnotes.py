@@ -122,6 +122,7 @@ SUMMARIES: Final[dict[str, str]] = {
     "RoomOptions": "Everything the host chooses. Every field has a default and may be left "
     "out.",
     "Member": "A seated player. Spectators are only counted.",
+    "GhostRef": "A stored run to race as a ghost: one player's run of one stored race.",
     "RoomSummary": "One line of `room_list`.",
     "BoardView": "One player's view of their game. `board[p]` is the card at position `p` "
     "(card code), `\"??\"` while face down, or null once played.",
@@ -210,19 +211,23 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RaceOver", "race_id"): "id of the stored race (`GET /api/races/{id}`)",
     ("RaceOver", "ended_by"): "why the race ended",
     ("RaceOver", "standings"): "final standings in rank order",
-    ("RaceOver", "seed"): "the seed, revealed",
-    ("RaceOver", "candidate"): "which shuffle candidate of the seed was dealt (docs/deals.md)",
+    ("RaceOver", "seed"): "the seed, revealed (null in a daily attempt until its day is over)",
+    ("RaceOver", "candidate"): "which shuffle candidate of the seed was dealt (docs/deals.md); "
+    "null with `seed`",
     ("RaceOver", "wrap"): "rule: King and Ace adjacent",
     ("RaceOver", "empty_waste"): "rule: the waste started empty",
     ("RaceOver", "difficulty"): "difficulty the deal was chosen for",
-    ("RaceOver", "practice"): "dealt from a chosen seed",
+    ("RaceOver", "practice"): "dealt from a chosen seed, or raced against ghosts",
     ("RaceOver", "commitment"): "the commitment sent in `race_start`",
-    ("RaceOver", "deal"): "the full deal",
-    ("RaceOver", "solution"): "a winning line: positions to play and `\"draw\"`s, in order",
-    ("RaceOver", "par"): "fewest draws any win needs (null: not computed)",
+    ("RaceOver", "deal"): "the full deal (null with `seed`)",
+    ("RaceOver", "solution"): "a winning line: positions to play and `\"draw\"`s, in order "
+    "(null with `seed`)",
+    ("RaceOver", "par"): "fewest draws any win needs (null: not computed, or a daily attempt)",
     ("RaceOver", "saved"): (
         "the result is stored; false: not yet (a second `race_over` with true follows)"
     ),
+    ("RaceOver", "daily"): "the UTC day (`YYYY-MM-DD`) of a daily attempt: its seed, deal and "
+    "line come from `GET /api/daily/{day}` once that day is over (see \"The daily deal\")",
     ("SpectatorBoard", "player_id"): "whose board",
     ("SpectatorBoard", "view"): "their view",
     ("SpectatorBoard", "elapsed_ms"): "race time of this view",
@@ -272,6 +277,12 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("RoomOptions", "difficulty"): f"par range of the deal: {_par_ranges()} (see \"Verifying a "
     "deal\")",
     ("RoomOptions", "practice_seed"): "deal from this seed; races are flagged practice",
+    ("RoomOptions", "daily"): "a solo attempt at today's daily deal: every other option but "
+    "`name` and `countdown_s` keeps its default (see \"The daily deal\")",
+    ("RoomOptions", "ghosts"): "stored runs to race, replayed at their recorded times on "
+    "their deal; races are flagged practice (see \"Ghost races\")",
+    ("GhostRef", "race_id"): "a stored race (`GET /api/races/{id}`)",
+    ("GhostRef", "player_id"): "whose run in it",
     ("Member", "player_id"): "player id",
     ("Member", "name"): "display name",
     ("Member", "bot"): "a program",
@@ -279,6 +290,8 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Member", "connected"): "false while the player is disconnected (seat kept)",
     ("Member", "guest"): "true unless the player proved a claimed name with its key "
     "(docs/players.md); bots are guests unless they claimed one",
+    ("Member", "ghost"): "a stored run the server replays (player id `ghost-1`, ...), not a "
+    "person: show it marked as a ghost",
     ("RoomSummary", "code"): "room code",
     ("RoomSummary", "phase"): "the room's phase",
     ("RoomSummary", "players"): "seated players",
@@ -313,6 +326,7 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Standing", "moves"): "moves made",
     ("Standing", "undos"): "undos made",
     ("Standing", "penalty_ms"): "undo penalties included in `time_ms`",
+    ("Standing", "ghost"): "a stored run the server replayed, not a person",
     ("DealCodes", "peaks"): "cards at positions 0..27",
     ("DealCodes", "waste"): "starting waste card (null with `empty_waste`)",
     ("DealCodes", "stock"): "the stock, `stock[0]` drawn first (23 cards, 24 with `empty_waste`)",
@@ -335,6 +349,16 @@ ERROR_NOTES: Final[dict[ErrorCode, str]] = {
     ErrorCode.TOO_MANY_GUESSES: "answers a `hello` with a `key` for a claimed name after 5 "
     "wrong keys for that name, or 10 from the address, within 60 s: the key is not even "
     "checked until the window has passed",
+    ErrorCode.DAILY_PLAYED: "answers `start` in a daily attempt's room when the claimed name "
+    "has started an attempt at today's deal before (on any connection); the room is back in "
+    "its lobby",
+    ErrorCode.DAILY_SOLO: "answers `join` (as player or spectator), `update_options` and "
+    "`rematch` in a daily attempt's room",
+    ErrorCode.GHOST_UNAVAILABLE: "answers `start` when a named run cannot be raced (no such "
+    "race or player, a daily attempt whose day is not over, runs of different deals); the "
+    "room is back in its lobby",
+    ErrorCode.DAILY_UNAVAILABLE: "answers `start` in a daily attempt's room when the store "
+    "cannot register the attempt; nothing was counted, try again",
     ErrorCode.KICKED: "answers `join` with role `player` from someone the host kicked from "
     "this room, matched by player id (a resumed session keeps it) and by name, ignoring "
     "case; the bar lifts when the room's next race starts. Watching is not barred",

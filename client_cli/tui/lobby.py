@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.widgets import Button, DataTable, Footer, Static
 
+from client_cli.client import member_mark
 from client_cli.tui.base import ClientScreen
 from protocol.wire import messages as m
 
@@ -71,7 +72,9 @@ class LobbyScreen(ClientScreen):
         for member in room.members:
             me = " (you)" if member.player_id == state.player_id else ""
             role = "host" if member.player_id == room.host_id else "player"
-            role += " · bot" if member.bot else ""
+            mark = member_mark(member.bot, member.ghost, member.guest)
+            role += f" · {mark}" if mark else ""
+            role = "ghost (a stored run)" if member.ghost else role
             table.add_row(member.name + me, role, "✔ ready" if member.ready else "…",
                           "yes" if member.connected else "no")
         self.query_one("#options", Static).update(describe_options(room.options, room.spectators))

@@ -14,7 +14,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Digits, Static
 
 from client_cli.board import UNDO
-from client_cli.client import ClientState, MoveVerdict, Opponent, by_standing, own_status
+from client_cli.client import (
+    ClientState,
+    MoveVerdict,
+    Opponent,
+    by_standing,
+    member_mark,
+    own_status,
+)
 from client_cli.render import POSITION_OF_KEY, describe, draw_board
 from client_cli.results import clock
 from client_cli.tui.base import BAR_WIDTH, ClientScreen, progress_bar
@@ -32,6 +39,8 @@ def opponent_lines(players: list[Opponent], me: str | None, width: int = BAR_WID
     for player in by_standing(players):
         name = player.name + (" (you)" if player.player_id == me else "")
         name += " 🤖" if player.bot else ""
+        name += " 👻 ghost" if player.ghost else ""
+        name += " (guest)" if member_mark(player.bot, player.ghost, player.guest) == "guest" else ""
         out.append(f"{name[: width + 6]}\n", "bold" if player.player_id == me else "")
         out.append_text(progress_bar(player.cleared, width))
         out.append(f"\n  {player.moves} moves", "grey70")

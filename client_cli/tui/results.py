@@ -11,8 +11,17 @@ from textual.containers import Grid
 from textual.widgets import Button, DataTable, Footer, Static
 
 from client_cli.board import Knowledge
+from client_cli.client import member_mark
 from client_cli.render import draw_board
-from client_cli.results import clock, par_text, replay_steps, revealed_deal, status_words, verify
+from client_cli.results import (
+    clock,
+    hidden_text,
+    par_text,
+    replay_steps,
+    revealed_deal,
+    status_words,
+    verify,
+)
 from client_cli.tui.base import ClientScreen
 from protocol.rules.game import Game
 from protocol.wire import messages as m
@@ -73,7 +82,9 @@ class ResultsScreen(ClientScreen):
         table = self.query_one("#standings", DataTable)
         table.clear()
         for s in sorted(race.standings, key=lambda s: s.rank):
-            name = s.name + (" (bot)" if s.bot else "") + (
+            seen = state.players.get(s.player_id)
+            mark = member_mark(s.bot, s.ghost, seen is not None and seen.guest)
+            name = s.name + (f" ({mark})" if mark else "") + (
                 " ← you" if s.player_id == state.player_id else "")
             time_text = clock(s.time_ms) if s.status is m.PlayerStatus.FINISHED else "–"
             table.add_row(str(s.rank), name, status_words(s.status, race.ended_by), time_text,
@@ -82,12 +93,17 @@ class ResultsScreen(ClientScreen):
         check = verify(race, commitment)
         ended = "" if race.ended_by is m.RaceEnd.ALL_DONE else (
             f"race ended early ({race.ended_by.value.replace('_', ' ')}) · ")
+        if race.daily is not None:
+            self.query_one("#summary", Static).update(
+                f"{ended}{hidden_text(race)}\n{rematch_text(state.room)}")
+            self.draw_replay()
+            return
         self.query_one("#summary", Static).update(
             f"{ended}{par_text(race)}\n"
             f"{'practice race · ' if race.practice else ''}seed {race.seed!r} · "
             f"commitment {race.commitment[:12]}… {'✔' if check.commitment_ok else '✗'} · "
             f"deal {'✔' if check.deal_ok else '✗'} · winning line {'✔' if check.line_ok else '✗'}"
-            f"\nwinning line: {len(race.solution)} steps — n / p to step, a to play it"
+            f"\nwinning line: {len(race.solution or ())} steps — n / p to step, a to play it"
             f"\n{rematch_text(state.room)}"
         )
         self.draw_replay()
@@ -98,15 +114,16 @@ class ResultsScreen(ClientScreen):
             return
         deal = revealed_deal(race)
         if deal is None:
-            self.query_one("#replay-step", Static).update("the revealed deal is not valid")
+            self.query_one("#replay-step", Static).update(
+                hidden_text(race) if race.daily else "the revealed deal is not valid")
             return
         game = Game(deal)
-        for step in race.solution[: self.step]:
+        for step in (race.solution or ())[: self.step]:
             game.push(step)
         steps = replay_steps(race)
         label = "start" if self.step == 0 else steps[self.step - 1].strip()
         self.query_one("#replay-step", Static).update(
-            f"replay {self.step}/{len(race.solution)}: {label}"
+            f"replay {self.step}/{len(race.solution or ())}: {label}"
         )
         view = game.view()
         known = Knowledge.from_view(race.rules, view.board, view.waste_top, view.stock_left)
@@ -116,7 +133,7 @@ class ResultsScreen(ClientScreen):
         race = self.tripeaks.client.state.race_over
         if race is None:
             return
-        self.step = max(0, min(len(race.solution), self.step + delta))
+        self.step = max(0, min(len(race.solution or ()), self.step + delta))
         self.draw_replay()
 
     def action_autoplay(self) -> None:
@@ -125,7 +142,7 @@ class ResultsScreen(ClientScreen):
     def _auto_step(self) -> None:
         race = self.tripeaks.client.state.race_over
         if self.autoplay and race is not None:
-            if self.step >= len(race.solution):
+            if self.step >= len(race.solution or ()):
                 self.autoplay = False
             else:
                 self.action_step(1)

@@ -8,7 +8,7 @@ from textual.containers import Grid, VerticalScroll
 from textual.widgets import Static
 
 from client_cli.board import Knowledge
-from client_cli.client import Opponent
+from client_cli.client import Opponent, member_mark
 from client_cli.render import draw_board
 from client_cli.results import clock
 from client_cli.tui.base import ClientScreen, progress_bar
@@ -57,7 +57,9 @@ class WatchScreen(ClientScreen):
 
 def watch_panel(player: Opponent, rules: Rules) -> Text:
     """One watched player: name, bar, status and their board as they see it."""
-    out = Text(f"{player.name}{' 🤖' if player.bot else ''}  ", "bold")
+    tag = {"bot": " 🤖", "ghost": " 👻 ghost", "guest": " (guest)", "": ""}[
+        member_mark(player.bot, player.ghost, player.guest)]
+    out = Text(f"{player.name}{tag}  ", "bold")
     out.append_text(progress_bar(player.cleared))
     status = f"#{player.rank} in {clock(player.finish_ms)}" if player.finish_ms else player.status
     out.append(f"  {status}\n")

@@ -406,7 +406,14 @@ def _check_move_result(result: m.MoveResult) -> None:
 
 
 def _check_race_over(race: m.RaceOver) -> None:
-    if (race.deal.waste is None) != race.empty_waste:
+    hidden = (race.seed, race.candidate, race.deal, race.solution)
+    if race.daily is None and None in hidden:
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            "seed, candidate, deal and solution are null only in a daily attempt",
+            path="seed",
+        )
+    if race.deal is not None and (race.deal.waste is None) != race.empty_waste:
         raise ProtocolError(
             ErrorCode.INVALID_COMBINATION,
             "deal.waste is null exactly with empty_waste",
@@ -420,6 +427,26 @@ def _check_options(options: m.RoomOptions) -> None:
             ErrorCode.INVALID_COMBINATION,
             f"open_boards needs a spectator_delay_s of at least {m.OPEN_BOARDS_MIN_DELAY_S}",
             path="open_boards",
+        )
+    if options.daily and (options.practice_seed is not None or options.ghosts):
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            "a daily attempt is dealt the day's deal: no practice_seed and no ghosts",
+            path="daily",
+        )
+    if options.practice_seed is not None and options.ghosts:
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            "a ghost race is dealt the ghosts' deal: leave practice_seed out",
+            path="ghosts",
+        )
+    if len({(ghost.race_id, ghost.player_id) for ghost in options.ghosts}) < len(options.ghosts):
+        raise ProtocolError(ErrorCode.INVALID_COMBINATION, "a run is named twice", path="ghosts")
+    if options.max_players + len(options.ghosts) > m.MAX_PLAYERS:
+        raise ProtocolError(
+            ErrorCode.INVALID_COMBINATION,
+            f"max_players and ghosts together exceed {m.MAX_PLAYERS} racers",
+            path="ghosts",
         )
 
 

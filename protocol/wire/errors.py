@@ -70,6 +70,10 @@ class ErrorCode(enum.IntEnum):
     NAME_CLAIMED = 119
     WRONG_KEY = 120
     TOO_MANY_GUESSES = 121
+    DAILY_PLAYED = 130
+    DAILY_SOLO = 131
+    GHOST_UNAVAILABLE = 132
+    DAILY_UNAVAILABLE = 133
 
     # -- server failures -------------------------------------------------
     INTERNAL_ERROR = 200
@@ -125,6 +129,13 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.WRONG_KEY: "that key is not the key of this claimed name",
     ErrorCode.TOO_MANY_GUESSES: "too many wrong keys for this name or from your address; "
     "wait a minute",
+    ErrorCode.DAILY_PLAYED: "you have played today's daily deal already; it opens again tomorrow "
+    "(UTC)",
+    ErrorCode.DAILY_SOLO: "a daily attempt is solo and fixed: nobody can join it, its options "
+    "cannot change and it has no rematch",
+    ErrorCode.GHOST_UNAVAILABLE: "that run cannot be raced: no stored race has that player, or "
+    "it is a daily attempt whose day is not over",
+    ErrorCode.DAILY_UNAVAILABLE: "the daily deal cannot be dealt right now; try again shortly",
     ErrorCode.INTERNAL_ERROR: "internal server error",
     ErrorCode.SERVER_BUSY: "the server is busy; try again later",
     ErrorCode.SHUTTING_DOWN: "the server is shutting down",

@@ -33,6 +33,8 @@ MAX_SAFE_INT: Final = 2**53 - 1
 MAX_SEQ: Final = 2**31 - 1
 #: The shortest spectator delay (s) with which a room may show spectators open boards.
 OPEN_BOARDS_MIN_DELAY_S: Final = 30
+#: Stored runs one room may race at once (:class:`GhostRef`).
+MAX_GHOSTS: Final = 3
 
 # ---- field types --------------------------------------------------------
 Name = Annotated[str, Text(1, MAX_NAME_LENGTH)]
@@ -58,6 +60,8 @@ CardCode = Annotated[str, OneOf(frozenset(ALL_CODES))]
 BoardEntry = Annotated[str, OneOf(frozenset((*ALL_CODES, HIDDEN)))] | None
 SolutionStep = Annotated[int, Int(0, 27)] | Literal["draw"]
 DifficultyName = Literal["any", "easy", "medium", "hard"]
+#: A UTC day, ``YYYY-MM-DD`` (the daily deal's date).
+DayText = Annotated[str, Pattern("[0-9]{4}-[0-9]{2}-[0-9]{2}", 10)]
 
 
 class Phase(enum.StrEnum):
@@ -121,6 +125,14 @@ class LeftReason(enum.StrEnum):
 
 # ---- nested structures ---------------------------------------------------
 @dataclass(frozen=True, slots=True)
+class GhostRef:
+    """A stored run to race as a ghost: player ``player_id``'s run of stored race ``race_id``."""
+
+    race_id: RaceId
+    player_id: PlayerId
+
+
+@dataclass(frozen=True, slots=True)
 class RoomOptions:
     """Everything the host chooses about a room; each field has a default."""
 
@@ -138,6 +150,10 @@ class RoomOptions:
     time_limit_s: Annotated[int, Int(0, 3600)] = 0
     difficulty: DifficultyName = "any"
     practice_seed: Seed | None = None
+    #: A solo attempt at today's daily deal (docs/protocol.md, "The daily deal").
+    daily: bool = False
+    #: Stored runs to race, replayed at their recorded times ("Ghost races").
+    ghosts: Annotated[tuple[GhostRef, ...], Items(MAX_GHOSTS)] = ()
 
     @property
     def rules(self) -> Rules:
@@ -146,8 +162,8 @@ class RoomOptions:
 
     @property
     def practice(self) -> bool:
-        """A race dealt from a chosen seed is a practice race."""
-        return self.practice_seed is not None
+        """A race dealt from a chosen seed, or against ghosts, is a practice race."""
+        return self.practice_seed is not None or bool(self.ghosts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +176,8 @@ class Member:
     ready: bool
     connected: bool
     guest: bool = True
+    #: A stored run replayed by the server, not a person (see "Ghost races").
+    ghost: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +260,8 @@ class Standing:
     moves: Count
     undos: Count
     penalty_ms: Millis
+    #: A stored run replayed by the server, not a person (see "Ghost races").
+    ghost: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,17 +488,21 @@ class RaceOver:
     race_id: RaceId
     ended_by: RaceEnd
     standings: Annotated[tuple[Standing, ...], Items(MAX_PLAYERS)]
-    seed: Seed
-    candidate: Count
+    #: ``seed``, ``candidate``, ``deal`` and ``solution`` are null only in a daily
+    #: attempt (``daily`` set) until that day is over.
+    seed: Seed | None
+    candidate: Count | None
     wrap: bool
     empty_waste: bool
     difficulty: DifficultyName
     practice: bool
     commitment: Commitment
-    deal: DealCodes
-    solution: Annotated[tuple[SolutionStep, ...], Items(64)]
+    deal: DealCodes | None
+    solution: Annotated[tuple[SolutionStep, ...], Items(64)] | None
     par: Annotated[int, Int(0, 24)] | None
     saved: bool = True
+    #: The day of a daily attempt: its deal is revealed once that UTC day is over.
+    daily: DayText | None = None
 
     @property
     def rules(self) -> Rules:

@@ -1,11 +1,12 @@
 """Ratings with openskill's Plackett-Luce model, as pure functions of stored records.
 
 A race is rated when it ended on its own (all done or the time limit; not
-aborted), was not a practice race, and had at least two claimed human
-players.  Only those players' ratings move, ranked among themselves in the
-race's order: bots and guests are left out as if absent.  The number shown
-is conservative: ``1000 + 40 * (mu - 3 * sigma)``, so a new player shows
-1000 and a rating rises as much through certainty as through wins.
+aborted), was not a practice race, a ghost race or a daily attempt, and had
+at least two claimed human players.  Only those players' ratings move,
+ranked among themselves in the race's order: bots and guests are left out as
+if absent.  The number shown is conservative: ``1000 + 40 * (mu - 3 * sigma)``,
+so a new player shows 1000 and a rating rises as much through certainty as
+through wins.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def is_rated(record: RaceRecord) -> bool:
     """True when the race moves ratings."""
     return (
         not record.practice
+        and not record.options.get("ghosts")
+        and not record.options.get("daily")
         and record.ended_by in RATED_ENDINGS
         and len(rated_players(record)) >= 2
     )

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from protocol.deals.dealer import DealtGame
+from protocol.wire.errors import ErrorCode
 from protocol.wire.messages import MoveAction, MoveRequest, Role, RoomOptions
+from server.race.ghost import GhostRun
 from server.race.outputs import Logged, Output
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity, RoomTimings
@@ -127,17 +129,31 @@ class TimerFired(Logged):
 
 @dataclass(frozen=True, slots=True)
 class Dealt(Logged):
-    """The deal for ``ticket`` is ready (seed, layout and winning line: never re-solved)."""
+    """The deal for ``ticket`` is ready (seed, layout and winning line: never re-solved);
+    ``daily``: the day whose deal it is, for a daily attempt registered in the store."""
 
     ticket: int
     dealt: DealtGame
     now_ms: int
+    daily: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class DealFailed(Logged):
+    """Dealing ``ticket`` failed; ``code`` is the error the host is sent."""
+
     ticket: int
     reason: str
+    now_ms: int
+    code: int = int(ErrorCode.BAD_SEED)
+
+
+@dataclass(frozen=True, slots=True)
+class GhostsLoaded(Logged):
+    """The runs a ghost race names, read from the store (moves and all: never read again)."""
+
+    ticket: int
+    runs: tuple[GhostRun, ...]
     now_ms: int
 
 
@@ -159,7 +175,7 @@ class Resumed(Logged):
 
 Input = (
     Joined | Left | Kicked | Dropped | Returned | ReadySet | OptionsSet | Started | Rematched
-    | Moved | Resigned | TimerFired | Dealt | DealFailed | Halted | Resumed
+    | Moved | Resigned | TimerFired | Dealt | DealFailed | GhostsLoaded | Halted | Resumed
 )
 
 
@@ -192,8 +208,9 @@ _CALLS: Final[dict[type[Any], Callable[[Room, Any], list[Output]]]] = {
     Moved: _move,
     Resigned: lambda room, i: room.resign(i.player_id, i.now_ms),
     TimerFired: lambda room, i: room.on_timer(i.name, i.now_ms),
-    Dealt: lambda room, i: room.deal_ready(i.ticket, i.dealt, i.now_ms),
-    DealFailed: lambda room, i: room.deal_failed(i.ticket, i.reason),
+    Dealt: lambda room, i: room.deal_ready(i.ticket, i.dealt, i.now_ms, daily=i.daily),
+    DealFailed: lambda room, i: room.deal_failed(i.ticket, i.reason, ErrorCode(i.code)),
+    GhostsLoaded: lambda room, i: room.ghosts_ready(i.ticket, i.runs),
     Halted: lambda room, i: [],
     Resumed: lambda room, i: room.resume(i.gap_ms, i.now_ms),
 }

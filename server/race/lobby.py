@@ -27,6 +27,7 @@ from typing import Final, Generic
 from protocol.wire import lifecycle
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
+from server.race.daily import daily_options
 from server.race.inputs import Dropped, Joined, Opened, Returned, apply, open_room
 from server.race.outputs import (
     C,
@@ -230,6 +231,8 @@ class Lobby(Generic[C]):
             raise ProtocolError(ErrorCode.SERVER_BUSY, "too many rooms are open; try again later")
         if options.practice_seed is not None and not options.practice_seed.isprintable():
             raise ProtocolError(ErrorCode.BAD_SEED)
+        if options.daily:
+            options = daily_options(options)
         code = next(code for code in codes if code not in self.rooms)
         given = Opened(code, options, session.identity, token_digest(session.token), now_ms)
         room = open_room(given, self.timings)

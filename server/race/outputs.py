@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 from protocol.deals.dealer import Difficulty
 from protocol.rules.game import Rules
-from protocol.wire.messages import LeftReason, RaceEnd, Role, ServerMessage
+from protocol.wire.messages import GhostRef, LeftReason, RaceEnd, Role, ServerMessage
 from server.race.records import RaceRecord
 
 #: A connection, as the lobby knows it: an opaque key the shell chose.
@@ -80,6 +80,21 @@ class DealRequest:
     seed: str
     rules: Rules
     difficulty: Difficulty
+    #: The race this deal is for; with ``daily``, the deal is the day's (the shell
+    #: registers the attempt, then calls :meth:`Room.deal_ready` with the day).
+    race_id: str = ""
+    daily: bool = False
+    #: A seed the room chose (practice, ghosts): never one of the deals kept ready.
+    chosen: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LoadGhosts:
+    """Read these runs from the store, then call :meth:`Room.ghosts_ready` with ``ticket``
+    (or :meth:`Room.deal_failed` when one cannot be raced)."""
+
+    ticket: int
+    ghosts: tuple[GhostRef, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +145,7 @@ Output = (
     | SetTimer
     | CancelTimer
     | DealRequest
+    | LoadGhosts
     | SaveRace
     | Detach
     | RaceBegan

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 
 from protocol.deals.commitment import commitment
 from protocol.deals.dealer import DealtGame
@@ -25,10 +25,15 @@ def race_outcome(
     options: RoomOptions,
     now_ms: int,
     accounts: Mapping[str, str] | None = None,
+    *,
+    ghosts: frozenset[str] = frozenset(),
+    daily: str | None = None,
 ) -> tuple[RaceOver, RaceRecord]:
     """The ``race_over`` frame and the record to store, for a race that just ended.
 
-    ``accounts`` are the claimed names of the players who proved one, by player id.
+    ``accounts`` are the claimed names of the players who proved one, by player id;
+    ``ghosts`` are the racers replaying stored runs; for a ``daily`` attempt the frame
+    keeps the day's seed, deal and winning line back (the record holds them).
     """
     claimed = accounts or {}
     results = tuple(
@@ -47,6 +52,7 @@ def race_outcome(
             moves=r.moves,
             undos=r.undos,
             penalty_ms=r.penalty_ms,
+            ghost=r.player_id in ghosts,
         )
         for r in results
     )
@@ -55,16 +61,17 @@ def race_outcome(
         race_id=race_id,
         ended_by=ended_by,
         standings=standings,
-        seed=dealt.seed,
-        candidate=dealt.candidate,
+        seed=None if daily else dealt.seed,
+        candidate=None if daily else dealt.candidate,
         wrap=dealt.rules.wrap,
         empty_waste=dealt.rules.empty_waste,
         difficulty=dealt.difficulty.value,
         practice=options.practice,
         commitment=commitment(dealt.seed, dealt.rules),
-        deal=deal,
-        solution=dealt.solution,
-        par=dealt.par,
+        deal=None if daily else deal,
+        solution=None if daily else dealt.solution,
+        par=None if daily else dealt.par,
+        daily=daily,
     )
     record = RaceRecord(
         race_id=race_id,
@@ -100,5 +107,7 @@ def options_json(options: RoomOptions) -> dict[str, object]:
     doc: dict[str, object] = {}
     for spec in fields(options):
         value = getattr(options, spec.name)
+        if isinstance(value, tuple):  # the ghosts: a list of plain maps
+            value = [asdict(item) for item in value]
         doc[spec.name] = value.value if isinstance(value, enum.Enum) else value
     return doc

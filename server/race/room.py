@@ -54,11 +54,20 @@ from protocol.wire.messages import (
 )
 from protocol.wire.messages import Left as LeftMessage
 from protocol.wire.names import account_of
+from server.race.ghost import (
+    GHOST_TIMER,
+    GhostError,
+    GhostRun,
+    Ghosts,
+    ghost_members,
+    ghost_options,
+)
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,
     DealRequest,
     Detach,
+    LoadGhosts,
     Output,
     RaceBegan,
     RaceEnded,
@@ -116,6 +125,11 @@ class Room:
         self._last_progress_ms = 0
         #: Who the host kicked, by player id and by folded name: no seat until the next race.
         self._kicked: set[str] = set()
+        #: The runs raced as ghosts (loaded at each start) and their replay in the race.
+        self.ghost_runs: tuple[GhostRun, ...] = ()
+        self._ghosts: Ghosts | None = None
+        #: The day of the daily deal this room's race is an attempt at.
+        self.daily_day: str | None = None
 
     # ---- queries -----------------------------------------------------------
     def role_of(self, player_id: str) -> Role | None:
@@ -148,7 +162,7 @@ class Room:
                     guest=s.identity.account is None,
                 )
                 for s in self.seats.values()
-            ),
+            ) + ghost_members(self.ghost_runs),
             spectators=len(self.spectators),
             your_role=role,
             race_id=self.race_id,
@@ -183,6 +197,8 @@ class Room:
         pid = who.player_id
         if pid in self.seats or pid in self.spectators:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM)
+        if self.options.daily:
+            raise ProtocolError(ErrorCode.DAILY_SOLO)
         if role is Role.SPECTATOR:
             return self._add_spectator(who, now_ms)
         if self.phase in (Phase.COUNTDOWN, Phase.RACING):
@@ -314,6 +330,8 @@ class Room:
     def update_options(self, host_id: str, options: RoomOptions) -> list[Output]:
         """The host changes the options in the lobby; everyone must ready up again."""
         self._require_host(host_id)
+        if self.options.daily or options.daily:
+            raise ProtocolError(ErrorCode.DAILY_SOLO)
         if options.max_players < len(self.seats):
             raise ProtocolError(
                 ErrorCode.INVALID_COMBINATION,
@@ -321,6 +339,7 @@ class Room:
                 path="options.max_players",
             )
         self.options = options
+        self.ghost_runs = ()  # the named runs are read again at the start
         for seat in self.seats.values():
             seat.ready = False
         return self._state_changed()
@@ -341,6 +360,8 @@ class Room:
 
         A member who leaves without asking no longer holds the others back (:meth:`leave`).
         """
+        if self.options.daily:
+            raise ProtocolError(ErrorCode.DAILY_SOLO)
         self.seats[player_id].ready = True
         self._rematch_fresh = fresh
         return self._rematch_if_all_asked() or self._state_changed()
@@ -360,17 +381,49 @@ class Room:
         seed = self.options.practice_seed or fresh.seed
         self._pending = PendingRace(self._ticket, fresh.race_id, seed)
         self.phase = phase
-        request = DealRequest(
-            self._ticket, seed, self.options.rules, Difficulty(self.options.difficulty)
-        )
-        return [request, *self._state_changed()]
+        if not self.options.ghosts:
+            self.ghost_runs = ()
+        else:
+            return [LoadGhosts(self._ticket, self.options.ghosts), *self._state_changed()]
+        return [self._deal_request(seed), *self._state_changed()]
 
-    def deal_ready(self, ticket: int, dealt: DealtGame, now_ms: int) -> list[Output]:
-        """The deal is ready: announce the countdown (or start at once)."""
+    def _deal_request(self, seed: str) -> DealRequest:
+        options = self.options
+        assert self._pending is not None
+        return DealRequest(
+            self._ticket, seed, options.rules, Difficulty(options.difficulty),
+            race_id=self._pending.race_id, daily=options.daily,
+            chosen=options.practice_seed is not None or bool(self.ghost_runs),
+        )
+
+    def ghosts_ready(self, ticket: int, runs: Sequence[GhostRun]) -> list[Output]:
+        """The ghosts' runs are loaded: the room takes their deal and rules, then deals."""
         pending = self._pending
         if pending is None or pending.ticket != ticket or self.phase is not Phase.COUNTDOWN:
             return []
+        try:
+            if not runs:
+                raise GhostError("no run to race")
+            self.options = ghost_options(self.options, runs)
+        except GhostError as exc:
+            return self.deal_failed(ticket, str(exc), ErrorCode.GHOST_UNAVAILABLE)
+        self.ghost_runs = tuple(runs)
+        pending.seed = runs[0].seed
+        return [self._deal_request(pending.seed), *self._state_changed()]
+
+    def deal_ready(
+        self, ticket: int, dealt: DealtGame, now_ms: int, daily: str | None = None
+    ) -> list[Output]:
+        """The deal is ready (``daily``: the day's, for a daily attempt): announce the
+        countdown (or start at once)."""
+        pending = self._pending
+        if pending is None or pending.ticket != ticket or self.phase is not Phase.COUNTDOWN:
+            return []
+        if self.ghost_runs and dealt.candidate != self.ghost_runs[0].candidate:
+            return self.deal_failed(ticket, "the run's deal cannot be dealt again here",
+                                    ErrorCode.GHOST_UNAVAILABLE)
         pending.dealt = dealt
+        self.daily_day = daily
         seconds = self.options.countdown_s
         pending.start_at_ms = now_ms + seconds * 1000
         if seconds == 0:
@@ -382,8 +435,11 @@ class Room:
             SetTimer(COUNTDOWN_TIMER, pending.start_at_ms),
         ]
 
-    def deal_failed(self, ticket: int, reason: str) -> list[Output]:
-        """Dealing failed (a practice seed that cannot be dealt): back to the lobby."""
+    def deal_failed(
+        self, ticket: int, reason: str, code: ErrorCode = ErrorCode.BAD_SEED
+    ) -> list[Output]:
+        """Dealing failed (a practice seed that cannot be dealt, a run that cannot be
+        raced, a daily deal already played): back to the lobby, the host told why."""
         pending = self._pending
         if pending is None or pending.ticket != ticket:
             return []
@@ -391,7 +447,7 @@ class Room:
         self.phase = next_phase(self.phase, PhaseEvent.DEAL_FAILED)
         outputs = self._state_changed()
         if self.host_id is not None:
-            outputs.append(Send(self.host_id, Error(int(ErrorCode.BAD_SEED), reason[:200])))
+            outputs.append(Send(self.host_id, Error(int(code), reason[:200])))
         return outputs
 
     def _start_race(self, now_ms: int) -> list[Output]:
@@ -403,9 +459,11 @@ class Room:
         dealt = pending.dealt
         options = self.options
         limit_ms = options.time_limit_s * 1000 or self.timings.max_race_ms
+        ghosts = self._ghosts = Ghosts(self.ghost_runs) if self.ghost_runs else None
         race = Race(
             dealt.deal,
-            [(pid, s.identity.name, s.identity.bot) for pid, s in self.seats.items()],
+            [(pid, s.identity.name, s.identity.bot) for pid, s in self.seats.items()]
+            + (ghosts.players() if ghosts is not None else []),
             start_ms=now_ms,
             allow_undo=options.undo is not UndoPolicy.OFF,
             undo_penalty_ms=options.undo_penalty_s * 1000
@@ -440,6 +498,7 @@ class Room:
             )
             outputs += [ToPlayers(start), ToSpectators(start, key="race", new_race=True)]
         outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+        outputs += self._ghost_timer()
         if race.all_done():
             outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)
         return outputs
@@ -492,6 +551,8 @@ class Room:
         """A timer set by :class:`SetTimer` fired."""
         if name == PROGRESS_TIMER:
             return self._flush_progress(now_ms)
+        if name == GHOST_TIMER:
+            return self._ghost_step(now_ms)
         if name == COUNTDOWN_TIMER and self.phase is Phase.COUNTDOWN:
             return self._start_race(now_ms)
         if name == TIME_LIMIT_TIMER and self.race is not None and not self.race.over:
@@ -519,10 +580,15 @@ class Room:
         if race is not None and not race.over:
             race.start_ms += gap_ms
             outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+        if race is not None and not race.over:
+            outputs += self._ghost_timer()
         if pending is not None and pending.dealt is None:
-            # The deal was being solved when the server stopped: ask again.
-            rules, difficulty = self.options.rules, Difficulty(self.options.difficulty)
-            outputs.append(DealRequest(pending.ticket, pending.seed, rules, difficulty))
+            # The deal was being solved (or the ghosts' runs read) when the server
+            # stopped: ask again.
+            if self.options.ghosts and not self.ghost_runs:
+                outputs.append(LoadGhosts(pending.ticket, self.options.ghosts))
+            else:
+                outputs.append(self._deal_request(pending.seed))
         elif pending is not None and pending.start_at_ms is not None:
             pending.start_at_ms += gap_ms
             outputs.append(SetTimer(COUNTDOWN_TIMER, pending.start_at_ms))
@@ -594,7 +660,8 @@ class Room:
             if boards_wanted(self.options, self.spectators)
             else ()
         )
-        outputs = progress_frames(race, self.seats, boards, now_ms, with_progress=bounded)
+        seats = self.seats if self._ghosts is None else {**self.seats, **self._ghost_seats()}
+        outputs = progress_frames(race, seats, boards, now_ms, with_progress=bounded)
         self._dirty.clear()
         return outputs
 
@@ -602,25 +669,31 @@ class Room:
         """A racer's status changed: announce a finish, and end the race when all are done."""
         race = self.race
         assert race is not None
-        racer = race.racers[player_id]
-        outputs: list[Output] = []
-        if racer.status is PlayerStatus.FINISHED and racer.finish_ms is not None:
-            finishers = sorted(
-                (r for r in race.racers.values() if r.finish_ms is not None),
-                key=lambda r: (r.finish_ms, r.game.moves),
-            )
-            finish = Finish(
-                player_id=player_id,
-                name=racer.name,
-                rank=finishers.index(racer) + 1,
-                time_ms=racer.finish_ms,
-                moves=racer.game.moves,
-                undos=racer.game.undos,
-            )
-            outputs += [ToPlayers(finish), ToSpectators(finish, key="finish:" + player_id)]
+        outputs = self._finish(player_id) + self._ghosts_catch_up(now_ms)
         if race.all_done():
             outputs += self._end_race(now_ms, RaceEnd.ALL_DONE)
         return outputs
+
+    def _finish(self, player_id: str) -> list[Output]:
+        """The ``finish`` frames of a racer who just won, if they did."""
+        race = self.race
+        assert race is not None
+        racer = race.racers[player_id]
+        if racer.status is not PlayerStatus.FINISHED or racer.finish_ms is None:
+            return []
+        finishers = sorted(
+            (r for r in race.racers.values() if r.finish_ms is not None),
+            key=lambda r: (r.finish_ms, r.game.moves),
+        )
+        finish = Finish(
+            player_id=player_id,
+            name=racer.name,
+            rank=finishers.index(racer) + 1,
+            time_ms=racer.finish_ms,
+            moves=racer.game.moves,
+            undos=racer.game.undos,
+        )
+        return [ToPlayers(finish), ToSpectators(finish, key="finish:" + player_id)]
 
     def _end_race(self, now_ms: int, ended_by: RaceEnd) -> list[Output]:
         race, dealt, race_id = self.race, self.dealt, self.race_id
@@ -632,8 +705,10 @@ class Room:
         outputs = self._flush_progress(now_ms, final=True)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(
-            race, dealt, race_id, ended_by, self.code, self.options, now_ms, self._accounts
+            race, dealt, race_id, ended_by, self.code, self.options, now_ms, self._accounts,
+            ghosts=frozenset(self._ghosts.ids if self._ghosts else ()), daily=self.daily_day,
         )
+        outputs.append(CancelTimer(GHOST_TIMER))
         self.phase = finished
         for seat in self.seats.values():
             seat.ready = False
@@ -645,6 +720,43 @@ class Room:
             *self._state_changed(),
         ]
         return outputs
+
+
+    # ---- ghosts ------------------------------------------------------------------
+    def _ghost_timer(self) -> list[Output]:
+        due = self._ghosts.due_ms(self.race) if self._ghosts and self.race else None
+        return [] if due is None else [SetTimer(GHOST_TIMER, due)]
+
+    def _ghost_step(self, now_ms: int) -> list[Output]:
+        """The ghost timer fired: each ghost makes the moves its run made by now."""
+        race, ghosts = self.race, self._ghosts
+        if race is None or ghosts is None or race.over:
+            return []
+        outputs: list[Output] = []
+        for gid in ghosts.step(race, now_ms):
+            outputs += self._mark_dirty(gid, now_ms)
+            if race.racers[gid].is_done:
+                outputs += self._racer_changed(gid, now_ms)
+        return outputs + ([] if race.over else self._ghost_timer())
+
+    def _ghosts_catch_up(self, now_ms: int) -> list[Output]:
+        """Once every person is done, the ghosts' runs end as they really did, at once."""
+        race, ghosts = self.race, self._ghosts
+        if race is None or ghosts is None:
+            return []
+        if not all(r.is_done for pid, r in race.racers.items() if pid not in ghosts.ids):
+            return []
+        outputs: list[Output] = []
+        for gid in ghosts.catch_up(race):
+            outputs += self._mark_dirty(gid, now_ms) + self._finish(gid)
+        return outputs
+
+    def _ghost_seats(self) -> dict[str, Seat]:
+        """The ghosts as always-connected seats, for the progress lines."""
+        return {
+            member.player_id: Seat(Identity(member.player_id, member.name), True, True)
+            for member in ghost_members(self.ghost_runs)
+        }
 
 
 def _folded(name: str) -> str:

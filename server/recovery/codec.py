@@ -2,9 +2,10 @@
 
 ``{"t": "moved", "player_id": ..., "seq": 4, ...}``: the type's name in snake
 case and its fields, with identities as ``[player_id, name, bot]``, fresh
-values as ``[seed, race_id]``, room options in their wire form and a dealt
+values as ``[seed, race_id]``, room options in their wire form, a dealt
 game whole (seed, rules, candidate, layout, winning line, par, difficulty) so
-a replay never solves a deal again.  Reconnect tokens appear only as digests.
+a replay never solves a deal again, and a ghost race's runs whole (moves and
+all) so a replay never reads the store.  Reconnect tokens appear only as digests.
 :func:`decode` refuses anything it does not know with :class:`LogDecodeError`.
 """
 
@@ -21,6 +22,7 @@ from protocol.rules.game import Deal, Rules
 from protocol.wire import codec
 from protocol.wire import messages as m
 from server.race import inputs
+from server.race.ghost import GhostMove, GhostRun
 from server.race.outputs import Logged
 from server.race.room_types import Fresh, Identity
 
@@ -56,6 +58,35 @@ def _dealt_in(doc: Any) -> DealtGame:
     )
 
 
+def _runs_out(runs: tuple[GhostRun, ...]) -> list[dict[str, object]]:
+    return [
+        {
+            "race_id": run.ref.race_id, "player_id": run.ref.player_id, "name": run.name,
+            "seed": run.seed, "wrap": run.rules.wrap, "empty_waste": run.rules.empty_waste,
+            "difficulty": run.difficulty.value, "candidate": run.candidate,
+            "undo": run.undo.value, "undo_penalty_s": run.undo_penalty_s,
+            "moves": [[move.at_ms, move.action.value, move.position] for move in run.moves],
+            "stop_ms": run.stop_ms,
+        }
+        for run in runs
+    ]
+
+
+def _runs_in(docs: Any) -> tuple[GhostRun, ...]:
+    return tuple(
+        GhostRun(
+            m.GhostRef(doc["race_id"], doc["player_id"]), doc["name"], doc["seed"],
+            Rules(wrap=bool(doc["wrap"]), empty_waste=bool(doc["empty_waste"])),
+            Difficulty(doc["difficulty"]), int(doc["candidate"]), m.UndoPolicy(doc["undo"]),
+            int(doc["undo_penalty_s"]),
+            tuple(GhostMove(int(at), m.MoveAction(action), where)
+                  for at, action, where in doc["moves"]),
+            doc["stop_ms"],
+        )
+        for doc in docs
+    )
+
+
 #: Fields that are not plain JSON values: (to the log, from the log).
 _FIELDS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]] = {
     "options": (lambda o: _OPTIONS.encode(o), lambda v: _OPTIONS.decode(v, "options")),
@@ -64,6 +95,7 @@ _FIELDS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]] = {
     "dealt": (_dealt_out, _dealt_in),
     "action": (lambda a: a.value, m.MoveAction),
     "role": (lambda r: r.value, m.Role),
+    "runs": (_runs_out, _runs_in),
 }
 _FIELDS["who"] = _FIELDS["host"]
 

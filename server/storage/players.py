@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from server.players.profile import Figures, Outcome, figures
 from server.players.ratings import INITIAL, Rating
 from server.race.records import RaceRecord
+from server.storage.daily import hidden_races
 from server.storage.schema import players, race_players, races, rating_history
 from server.storage.store import RaceStore
 
@@ -94,15 +95,21 @@ class Players:
             return False
         return True
 
-    async def profile(self, account: str, recent: int = 20) -> Profile | None:
-        """Everything ``GET /api/players/NAME`` serves, or None for an unclaimed name."""
+    async def profile(
+        self, account: str, recent: int = 20, *, hide_daily_from: str | None = None
+    ) -> Profile | None:
+        """Everything ``GET /api/players/NAME`` serves, or None for an unclaimed name.
+
+        ``hide_daily_from`` (a day) leaves the daily attempts at that day and later out
+        of the recent races: their seeds are secret until the day is over.
+        """
         async with self.store._connection() as conn:
             row = (await conn.execute(players.select().where(players.c.account == account))).first()
             if row is None:
                 return None
             outcomes = await _outcomes(conn, account)
             history = await _history(conn, account)
-            ids = await _recent_ids(conn, account, recent)
+            ids = await _recent_ids(conn, account, recent, hide_daily_from)
         records = await self.store._load(ids, with_logs=False)
         return Profile(
             account=row.account,
@@ -162,12 +169,12 @@ async def _history(conn: AsyncConnection, account: str) -> tuple[RatingPoint, ..
     )
 
 
-async def _recent_ids(conn: AsyncConnection, account: str, limit: int) -> list[str]:
+async def _recent_ids(
+    conn: AsyncConnection, account: str, limit: int, hide_daily_from: str | None
+) -> list[str]:
     theirs = sa.select(race_players.c.race_id).where(race_players.c.account == account)
-    query = (
-        sa.select(races.c.race_id)
-        .where(races.c.race_id.in_(theirs))
-        .order_by(races.c.started_at_ms.desc(), races.c.race_id.desc())
-        .limit(limit)
-    )
+    query = sa.select(races.c.race_id).where(races.c.race_id.in_(theirs))
+    if hide_daily_from is not None:
+        query = query.where(races.c.race_id.not_in(hidden_races(hide_daily_from)))
+    query = query.order_by(races.c.started_at_ms.desc(), races.c.race_id.desc()).limit(limit)
     return [row.race_id for row in await conn.execute(query)]

@@ -102,6 +102,36 @@ schema_version = sa.Table(
 )
 
 
+#: The daily deal: each day's seed, and every attempt at it (revision 0005; the
+#: queries are in :mod:`server.storage.daily`).
+daily_deals = sa.Table(
+    "daily_deals",
+    metadata,
+    sa.Column("day", sa.Text, primary_key=True),
+    sa.Column("seed", sa.Text, nullable=False),
+    sa.Column("commitment", sa.Text, nullable=False),
+    sa.Column("wrap", sa.Boolean, nullable=False),
+    sa.Column("empty_waste", sa.Boolean, nullable=False),
+    sa.Column("created_at_ms", sa.BigInteger, nullable=False),
+)
+daily_attempts = sa.Table(
+    "daily_attempts",
+    metadata,
+    sa.Column("race_id", sa.Text, primary_key=True),
+    sa.Column("day", sa.Text, nullable=False),
+    sa.Column("player_key", sa.Text, nullable=False),
+    sa.Column("player_id", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("bot", sa.Boolean, nullable=False),
+    sa.Column("ranked", sa.Boolean, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("finish_ms", sa.BigInteger),
+    sa.Column("cleared", sa.Integer, nullable=False),
+    sa.Column("moves", sa.Integer, nullable=False),
+    sa.Column("started_at_ms", sa.BigInteger, nullable=False),
+)
+
+
 Row = dict[str, Any]
 
 

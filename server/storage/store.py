@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from server.race.records import MoveLogEntry, PlayerResult, RaceRecord
 from server.storage import migrate
+from server.storage.daily import hidden_races, record_results
 from server.storage.rating import rate_races
 from server.storage.schema import (
     Row,
@@ -325,6 +326,7 @@ class RaceStore:
                 await conn.execute(race_moves.insert(), move_rows)
             # In the same transaction: a rated race never lands without its ratings.
             await rate_races(conn, records)
+            await record_results(conn, records)
 
     async def get_race(self, race_id: str) -> RaceRecord | None:
         """The stored race with this id, logs included, or ``None``."""
@@ -332,12 +334,18 @@ class RaceStore:
         return records[0] if records else None
 
     async def list_races(
-        self, player: str | None = None, limit: int = 20, *, with_logs: bool = True
+        self,
+        player: str | None = None,
+        limit: int = 20,
+        *,
+        with_logs: bool = True,
+        hide_daily_from: str | None = None,
     ) -> list[RaceRecord]:
         """Recent races, newest start first, optionally only those ``player`` (a name) ran.
 
         With ``with_logs=False`` each player's log is left empty, which is all a
-        summary (:meth:`RaceRecord.summary_json`) needs.
+        summary (:meth:`RaceRecord.summary_json`) needs.  ``hide_daily_from``
+        (a ``YYYY-MM-DD`` day) leaves out the daily attempts at that day and later.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_LIST_LIMIT:
             raise ValueError(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
@@ -345,6 +353,8 @@ class RaceStore:
         if player is not None:
             ran = sa.select(race_players.c.race_id).where(race_players.c.name == player)
             query = query.where(races.c.race_id.in_(ran))
+        if hide_daily_from is not None:
+            query = query.where(races.c.race_id.not_in(hidden_races(hide_daily_from)))
         query = query.order_by(races.c.started_at_ms.desc(), races.c.race_id.desc()).limit(limit)
         async with self._connection() as conn:
             ids = [row.race_id for row in await conn.execute(query)]
@@ -392,6 +402,16 @@ class RaceStore:
 
     def _transaction(self, *, exclusive: bool) -> _Guarded:
         return _Guarded(self, exclusive=exclusive, transaction=True)
+
+    def reading(self) -> _Guarded:
+        """``async with store.reading() as conn``: a connection for queries of other tables
+        (:mod:`server.storage.daily`), with this store's error handling."""
+        return self._connection()
+
+    def writing(self) -> _Guarded:
+        """``async with store.writing() as conn``: a write transaction, committed at the end
+        of the block and rolled back if it raises."""
+        return self._transaction(exclusive=True)
 
 
 class _Guarded:

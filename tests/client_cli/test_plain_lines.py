@@ -44,7 +44,7 @@ async def test_plain_mode_hints_at_help_and_status_gives_the_clock_and_standings
         rival = await connect(server.ws_url, "rival")
         await rival.request(m.Join(code), m.RoomState)
         await rival.send(m.Ready(True))
-        await plain.wait_for("rival (ready)")
+        await plain.wait_for("rival (ready, guest)")
         await plain.send("start")
         await plain.wait_for("race started")
         await plain.send("status")

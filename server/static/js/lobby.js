@@ -4,6 +4,7 @@
 
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { buildOptionsFields, readOptions } from "./options.js";
+import { ghostsFromQuery } from "./ghostlink.js";
 import { createRoom } from "./playnet.js";
 import { nameProblem, saveName, savedName } from "./seats.js";
 
@@ -125,6 +126,13 @@ $("join-form").addEventListener("submit", (event) => {
 });
 
 buildOptionsFields($("create-options"), undefined, "create");
+// A "race this run" link: the room races those stored runs as ghosts (on their deal).
+const ghosts = ghostsFromQuery();
+if (ghosts.length) {
+  $("create-options").prepend(el("p", { class: "message", "data-kind": "info", id: "ghost-note" },
+    `You will race ${ghosts.length === 1 ? "a stored run" : `${ghosts.length} stored runs`} as `
+    + "ghosts, on their deal and rules: a practice race."));
+}
 $("player-name").value = savedName();
 $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -142,7 +150,7 @@ $("create-form").addEventListener("submit", async (event) => {
   button.disabled = true;
   showMessage($("create-error"), "Opening the room…", "info");
   try {
-    const code = await createRoom(name, read.options);
+    const code = await createRoom(name, ghosts.length ? { ...read.options, ghosts } : read.options);
     location.assign(`/play/${encodeURIComponent(code)}`);
   } catch (error) {
     showMessage($("create-error"), `Could not create the room: ${error.message}.`, "error");

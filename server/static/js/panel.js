@@ -24,11 +24,19 @@ export function standingResult(status, timeMs) {
   return status === "finished" ? formatMs(timeMs) : (STATUS_TEXT[status] ?? status);
 }
 
+/** What a member is, in words after their name: "ghost", "bot", "guest" or nothing. */
+export function memberMark(member) {
+  if (member.ghost) return "ghost";
+  if (member.bot) return "bot";
+  return member.guest ? "guest" : "";
+}
+
 export class PlayerPanel {
   constructor(playerId, name) {
     this.playerId = playerId;
     this.name = name;
     this.nameNode = el("span", { class: "player-name" }, name);
+    this.markNode = el("span", { class: "muted player-mark", hidden: true });
     this.rankNode = el("span", { class: "player-rank" });
     this.statusNode = el("span", { class: "player-status", "data-status": "waiting" }, "waiting");
     this.offlineNode = el("span", { class: "player-offline", hidden: true }, "offline");
@@ -52,7 +60,7 @@ export class PlayerPanel {
       "aria-label": `${name}'s board`,
     }, [
       el("div", { class: "player-head" },
-        [this.rankNode, this.nameNode, this.offlineNode, this.statusNode]),
+        [this.rankNode, this.nameNode, this.markNode, this.offlineNode, this.statusNode]),
       this.meter,
       el("div", { class: "player-stats" }, [
         el("span", {}, [this.clearedNode, " / 28 cleared"]),
@@ -64,6 +72,13 @@ export class PlayerPanel {
       this.summary,
       this.board.root,
     ]);
+  }
+
+  /** Mark the panel as a ghost's (a stored run), a bot's or a guest's (memberMark). */
+  setMark(mark) {
+    this.markNode.textContent = mark ? ` ${mark}` : "";
+    this.markNode.hidden = !mark;
+    this.root.dataset.mark = mark;
   }
 
   /** Forget the standing: a new race (or a replay jumping back) starts from nothing. */

@@ -12,6 +12,7 @@ import { optionsRefusal } from "./options.js";
 import { Lobby } from "./playlobby.js";
 import { NamePanel } from "./playname.js";
 import { PlayConnection } from "./playnet.js";
+import { memberMark } from "./panel.js";
 import { showResults, resultSentence, WinningLine } from "./playresults.js";
 import { PlaySession, REASON_TEXT, State } from "./playsession.js";
 import { LiveStandings, RaceClock, overFromRecord } from "./playrace.js";
@@ -508,7 +509,8 @@ class Player {
     const longest = Math.max(0, ...message.standings.map((s) => s.time_ms));
     this.clock.stop(Math.max(this.clock.now(), longest));
     this.standings.over(message);
-    showResults(message, this.me, this.commitment);
+    const marks = new Map((this.room?.members ?? []).map((m) => [m.player_id, memberMark(m)]));
+    showResults(message, this.me, this.commitment, marks);
     this.say(resultSentence(message, this.me));
     if (live) this.setPhase("finished");
     else this.setPhase(this.phase);

@@ -1,7 +1,9 @@
 // /players/NAME: a claimed player's figures, rating chart (SVG, drawn here) and
-// recent races with links to their replays, from GET /api/players/NAME.
+// recent races with links to their replays and to race the player's run of each
+// (as a ghost), from GET /api/players/NAME.
 
 import { formatMs, el, setChildren, showMessage } from "./dom.js";
+import { raceThisRunHref } from "./ghostlink.js";
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
@@ -58,7 +60,9 @@ function recentRow(race, account) {
     el("td", { text: rank }),
     el("td", { text: me ? me.status : "–" }),
     el("td", { text: me && me.finish_ms !== null ? formatMs(me.finish_ms) : "–" }),
-    el("td", {}, [el("a", { href: `/races/${encodeURIComponent(race.race_id)}`, text: "replay" })]),
+    el("td", {}, [el("a", { href: `/races/${encodeURIComponent(race.race_id)}`, text: "replay" }),
+      ...(me ? [" · ", el("a", { href: raceThisRunHref(race.race_id, me.player_id),
+        class: "race-run", text: "race this run" })] : [])]),
   ]);
 }
 

@@ -31,7 +31,9 @@ export class Lobby {
         return;
       }
       showMessage($("options-error"), "");
-      actions.saveOptions(read.options);
+      // The form has no field for the runs raced as ghosts: they stay as they were.
+      const ghosts = this.state?.options?.ghosts ?? [];
+      actions.saveOptions(ghosts.length ? { ...read.options, ghosts } : read.options);
     });
   }
 
@@ -67,7 +69,9 @@ export class Lobby {
   row(member) {
     const tags = [];
     if (member.player_id === this.state.host_id) tags.push("host");
-    if (member.bot) tags.push("bot");
+    if (member.ghost) tags.push("ghost");
+    else if (member.bot) tags.push("bot");
+    else if (member.guest) tags.push("guest");
     if (member.player_id === this.me) tags.push("you");
     const finished = this.state.phase === "finished";
     let status;

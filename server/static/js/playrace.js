@@ -4,6 +4,7 @@
 // standing holds counts and times only, never a card.
 
 import { el, formatMs, setChildren } from "./dom.js";
+import { memberMark } from "./panel.js";
 
 const STATUS_TEXT = { racing: "racing", finished: "finished", stuck: "stuck", resigned: "resigned",
   left: "left", timed_out: "out of time", waiting: "waiting" };
@@ -83,6 +84,7 @@ export class LiveStandings {
       const line = this.line(member.player_id, member.name);
       line.name = member.name;
       line.bot = member.bot;
+      line.mark = memberMark(member);
       line.connected = member.connected;
     }
     this.render();
@@ -149,7 +151,7 @@ export class LiveStandings {
       return el("li", { "data-player": line.playerId, class: you ? "me" : null }, [
         el("span", { class: "standing-rank" }, String(index + 1)),
         el("span", { class: "standing-name" }, [line.name, you ? " (you)" : null,
-          line.bot ? el("span", { class: "muted" }, " bot") : null,
+          line.mark ? el("span", { class: "muted", "data-mark": line.mark }, ` ${line.mark}`) : null,
           line.connected ? null : el("span", { class: "player-offline" }, "offline")]),
         el("progress", { class: "progress", max: 28, value: line.cleared, "aria-label": `${line.name}: cards cleared` }),
         el("span", { class: "standing-count" }, `${line.cleared}/28`),

@@ -35,13 +35,46 @@ export function resultSentence(over, me) {
   return `Race over: you came ${place} with ${mine.cleared} of 28 cards cleared (${STATUS_TEXT[mine.status] ?? mine.status}).`;
 }
 
-/** Fill the results panel from race_over; `commitment` is the one race_start promised. */
-export function showResults(over, me, commitment) {
+/** A standing's mark after the name: ghost, bot or guest (`marks`: member marks by id). */
+export function standingMark(s, marks = new Map()) {
+  const mark = s.ghost ? "ghost" : s.bot ? "bot" : marks.get(s.player_id);
+  return mark ? el("span", { class: "muted", "data-mark": mark }, ` (${mark})`) : null;
+}
+
+/**
+ * The seed, par and checks of race_over. A daily attempt's race_over keeps the seed,
+ * deal and winning line back until its day (UTC) is over: it says so, and checks nothing.
+ */
+export function showReveal(over, commitment) {
+  const secret = over.seed === null || over.seed === undefined;
+  $("par").textContent = over.par === null ? (secret ? "shown when the day is over" : "unknown")
+    : `${over.par} draws`;
+  $("seed").textContent = secret ? `revealed when ${over.daily ?? "the day"} is over (UTC)` : over.seed;
+  $("commitment").textContent = commitment ?? over.commitment;
+  const winning = document.getElementById("winning-line");
+  if (winning) winning.hidden = secret || !over.solution;
+  if (secret) {
+    for (const id of ["commit-check", "deal-check"]) {
+      $(id).dataset.ok = "";
+      $(id).textContent = "checkable once the day is over (the daily page)";
+    }
+    return;
+  }
+  const rules = { wrap: over.wrap, empty_waste: over.empty_waste };
+  checkCommitment($("commit-check"), over.seed, rules, commitment ?? over.commitment);
+  checkDeal($("deal-check"), over.seed, over.candidate, rules, over.deal);
+}
+
+/**
+ * Fill the results panel from race_over; `commitment` is the one race_start promised,
+ * `marks` the members' marks (ghost, bot, guest) by player id.
+ */
+export function showResults(over, me, commitment, marks = new Map()) {
   const rows = over.standings.map((s) => el("tr", {
     "data-player": s.player_id, "data-rank": s.rank, class: s.player_id === me ? "me" : null,
   }, [
     el("td", {}, String(s.rank)),
-    el("th", { scope: "row" }, [s.name, s.bot ? el("span", { class: "muted" }, " (bot)") : null,
+    el("th", { scope: "row" }, [s.name, standingMark(s, marks),
       s.player_id === me ? el("span", { class: "muted" }, " (you)") : null]),
     el("td", {}, s.status === "finished" ? formatMs(s.time_ms) : STATUS_TEXT[s.status] ?? s.status),
     el("td", {}, String(s.cleared)),
@@ -51,13 +84,8 @@ export function showResults(over, me, commitment) {
   setChildren($("standings").tBodies[0], rows);
   $("results-heading").textContent = over.practice ? "Race over · practice seed" : "Race over";
   $("result-line").textContent = resultSentence(over, me);
-  $("par").textContent = over.par === null ? "unknown" : `${over.par} draws`;
-  $("seed").textContent = over.seed;
-  $("commitment").textContent = commitment ?? over.commitment;
   $("race-link").href = `/races/${encodeURIComponent(over.race_id)}`;
-  const rules = { wrap: over.wrap, empty_waste: over.empty_waste };
-  checkCommitment($("commit-check"), over.seed, rules, commitment ?? over.commitment);
-  checkDeal($("deal-check"), over.seed, over.candidate, rules, over.deal);
+  showReveal(over, commitment);
   $("results").hidden = false;
 }
 

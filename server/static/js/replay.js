@@ -6,6 +6,7 @@ import { cardShort } from "./cards.js";
 import { checkCommitment, checkDeal } from "./commitment.js";
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { Game, ReplayError } from "./engine.js";
+import { raceThisRunHref } from "./ghostlink.js";
 import { PlayerPanel, standingResult } from "./panel.js";
 
 const $ = (id) => document.getElementById(id);
@@ -67,7 +68,7 @@ export function buildTimeline(race) {
 }
 
 /** One player's move log as a table; accepted moves can be jumped to. */
-function logTable(player, steps, onJump) {
+function logTable(raceId, player, steps, onJump) {
   let accepted = 0;
   const rows = (player.log ?? []).map((entry) => {
     const step = entry.accepted ? steps.get(++accepted) : undefined;
@@ -87,6 +88,8 @@ function logTable(player, steps, onJump) {
   });
   return el("details", { class: "panel log" }, [
     el("summary", {}, `${player.name}: ${(player.log ?? []).length} entries`),
+    el("p", {}, el("a", { class: "button race-run", href: raceThisRunHref(raceId, player.player_id) },
+      `Race ${player.name}'s run`)),
     el("div", { class: "table-wrap" }, el("table", { class: "standings" }, [
       el("thead", {}, el("tr", {}, ["#", "Time", "Move", "Result"].map(
         (h) => el("th", { scope: "col" }, h)))),
@@ -108,7 +111,7 @@ class Replay {
     // steps[t]: the timeline step at which track t's i-th accepted move happens.
     const steps = tracks.map(() => new Map());
     timeline.forEach((event, k) => steps[event.track].set(event.index, k + 1));
-    setChildren($("logs"), tracks.map((track, t) => logTable(track.player, steps[t], (step) => {
+    setChildren($("logs"), tracks.map((track, t) => logTable(race.race_id, track.player, steps[t], (step) => {
       this.pause();
       this.show(step);
       $("slider").focus();

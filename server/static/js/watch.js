@@ -6,10 +6,10 @@
 
 import { BoardView } from "./board.js";
 import { cardShort } from "./cards.js";
-import { checkCommitment, checkDeal } from "./commitment.js";
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { Game } from "./engine.js";
-import { byStanding, PlayerPanel, standingResult } from "./panel.js";
+import { byStanding, memberMark, PlayerPanel, standingResult } from "./panel.js";
+import { showReveal, standingMark } from "./playresults.js";
 import { Connection } from "./ws.js";
 
 const $ = (id) => document.getElementById(id);
@@ -61,6 +61,8 @@ class Watcher {
   constructor(code) {
     this.code = code;
     this.panels = new Map();
+    /** Each member's mark (ghost, bot, guest) by player id, from the room states. */
+    this.marks = new Map();
     this.raceId = null;
     this.phase = null;
     this.over = null;
@@ -126,7 +128,10 @@ class Watcher {
     if (state.phase === "lobby") {
       for (const id of [...this.panels.keys()]) if (!ids.has(id)) this.panels.delete(id);
     }
-    for (const member of state.members) this.panelFor(member.player_id, member.name);
+    for (const member of state.members) {
+      this.marks.set(member.player_id, memberMark(member));
+      this.panelFor(member.player_id, member.name).setMark(memberMark(member));
+    }
     this.layoutPanels();
   }
 
@@ -297,7 +302,7 @@ class Watcher {
       this.finalCounts(this.panelFor(s.player_id, s.name), s);
       return el("tr", { "data-player": s.player_id, "data-rank": s.rank }, [
         el("td", {}, String(s.rank)),
-        el("th", { scope: "row" }, [s.name, s.bot ? el("span", { class: "muted" }, " (bot)") : null]),
+        el("th", { scope: "row" }, [s.name, standingMark(s, this.marks)]),
         el("td", {}, standingResult(s.status, s.time_ms)),
         el("td", {}, String(s.cleared)),
         el("td", {}, String(s.moves)),
@@ -310,16 +315,11 @@ class Watcher {
     }
     $("results-heading").textContent = message.practice
       ? "Race over · practice seed" : "Race over";
-    $("par").textContent = message.par === null ? "unknown" : `${message.par} draws`;
-    $("seed").textContent = message.seed;
-    $("commitment").textContent = message.commitment;
     $("race-link").href = `/races/${encodeURIComponent(message.race_id)}`;
     $("results").hidden = false;
     $("commit-check").dataset.ok = "";
     $("commit-check").textContent = "checking…";
-    const rules = { wrap: message.wrap, empty_waste: message.empty_waste };
-    checkCommitment($("commit-check"), message.seed, rules, message.commitment);
-    checkDeal($("deal-check"), message.seed, message.candidate, rules, message.deal);
+    showReveal(message, message.commitment);
   }
 
   /**

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Digits, Footer, Input, Static
+from textual.widgets import DataTable, Digits, Footer, Input, Static
 
 from client_cli.client import Opponent, by_standing
 from client_cli.results import par_text, replay_steps
 from client_cli.tui.app import TriPeaksApp
 from client_cli.tui.base import progress_bar
 from client_cli.tui.home import HomeScreen, MarkedCheckbox
-from client_cli.tui.race import RaceScreen
+from client_cli.tui.lobby import LobbyScreen
+from client_cli.tui.race import RaceScreen, opponent_lines
 from client_cli.tui.results import ResultsScreen
+from client_cli.tui.watch import watch_panel
+from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from tests.client_cli.tui.test_app import (
     SEED,
@@ -24,6 +27,7 @@ from tests.client_cli.tui.test_app import (
     text_of,
     until,
 )
+from tests.server.test_players import hello, new_key
 from tests.serverutil import connect, running_server
 
 SMALL = (80, 24)
@@ -184,3 +188,36 @@ async def test_the_countdown_digits_do_not_overlap_other_text(tmp_path: Path) ->
                     assert not widget.region.overlaps(digits.region), widget.id
             await until(pilot, lambda: racing(app))
             await rival.close()
+
+
+def test_guests_ghosts_and_bots_are_marked_in_the_race_and_watch_panels() -> None:
+    players = [
+        Opponent("a", "Ann", guest=False),  # a claimed name: no mark
+        Opponent("b", "Bea", guest=True),
+        Opponent("c", "Robo", bot=True, guest=True),
+        Opponent("ghost-1", "Ann", ghost=True),
+    ]
+    side = str(opponent_lines(players, "a"))
+    assert "Ann (you)\n" in side and "Bea (guest)" in side
+    assert "Robo 🤖\n" in side and "👻 ghost" in side
+    panels = [str(watch_panel(p, Rules())) for p in players]
+    assert panels[0].startswith("Ann  ") and panels[1].startswith("Bea (guest)")
+    assert panels[2].startswith("Robo 🤖") and panels[3].startswith("Ann 👻 ghost")
+
+
+async def test_the_lobby_marks_guests_but_not_a_proved_claimed_name(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        app = TriPeaksApp(server.ws_url, "hoster", start="host", options=m.RoomOptions())
+        async with app.run_test(size=SMALL) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, LobbyScreen))
+            room = app.client.state.room
+            assert room is not None
+            ann, welcome = await hello(server.ws_url, "Ann", new_key())
+            assert isinstance(welcome, m.Welcome)
+            await ann.request(m.Join(room.code), m.RoomState)
+            await until(pilot, lambda: member_count(app) == 2)
+            table = app.screen.query_one("#members", DataTable)
+            await until(pilot, lambda: table.row_count == 2)
+            rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(2)}
+            assert rows == {"hoster (you)": "host · guest", "Ann": "player"}
+            await ann.close()

@@ -12,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.deals.dealer import deal_for_seed
+from protocol.deals.dealer import Difficulty, deal_for_seed
 from protocol.rules.game import DRAW, Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ProtocolError
 from server.race import inputs
+from server.race.ghost import GHOST_TIMER, GhostMove, GhostRun
 from server.race.lobby import token_digest
 from server.race.room import (
     COUNTDOWN_TIMER,
@@ -34,9 +35,22 @@ DEALT = deal_for_seed("42", Rules())
 LINE = DEALT.solution
 TIMINGS = RoomTimings(reconnect_grace_ms=5_000, empty_grace_ms=3_000, progress_interval_ms=100)
 PLAYERS = [Identity(f"p{i}", f"name{i % 2}", bot=i == 3) for i in range(4)]
-TIMERS = [PROGRESS_TIMER, COUNTDOWN_TIMER, TIME_LIMIT_TIMER, EMPTY_TIMER] + [
+TIMERS = [PROGRESS_TIMER, COUNTDOWN_TIMER, TIME_LIMIT_TIMER, EMPTY_TIMER, GHOST_TIMER] + [
     GRACE_PREFIX + p.player_id for p in PLAYERS
 ]
+#: A stored run of DEALT's deal: its winning line, a move every 300 ms.
+RUN = GhostRun(
+    m.GhostRef("rghost", "p9"), "Ghosty", DEALT.seed, DEALT.rules, Difficulty.ANY,
+    DEALT.candidate, m.UndoPolicy.PENALTY, 5,
+    tuple(
+        GhostMove(300 * (i + 1), m.MoveAction.DRAW if step == DRAW else m.MoveAction.PLAY,
+                  None if step == DRAW else int(step))
+        for i, step in enumerate(LINE)
+    ),
+    None,
+)
+STOPPING = GhostRun(RUN.ref, "Quitter", RUN.seed, RUN.rules, RUN.difficulty, RUN.candidate,
+                    RUN.undo, 5, RUN.moves[:3], 1_500)
 
 
 def state_of(value: Any) -> Any:
@@ -68,13 +82,13 @@ def _input(room: Room, draw: st.DrawFn, now: int) -> inputs.Input:
         who = draw(st.sampled_from([p for p in PLAYERS if p.player_id in room.race.racers]))
     pid = who.player_id
     likely = {
-        m.Phase.LOBBY: ["ready", "start"], m.Phase.COUNTDOWN: ["dealt", "timer"],
+        m.Phase.LOBBY: ["ready", "start"], m.Phase.COUNTDOWN: ["dealt", "timer", "loaded"],
         m.Phase.RACING: ["move", "move", "move"], m.Phase.FINISHED: ["rematch"],
     }[room.phase]
     kind = draw(st.sampled_from([*likely, *likely,
         "join", "join", "watch", "leave", "kick", "ready", "options", "start", "rematch",
         "dealt", "move", "move", "move", "move", "resign", "timer", "timer", "drop", "return",
-        "resume", "halt", "failed",
+        "resume", "halt", "failed", "ghosts", "loaded",
     ]))
     fresh = Fresh(f"seed{now}", f"race{now}")
     if kind == "move":
@@ -101,8 +115,18 @@ def _input(room: Room, draw: st.DrawFn, now: int) -> inputs.Input:
         ), now),
         "start": inputs.Started(room.host_id or pid, fresh, now),
         "rematch": inputs.Rematched(pid, fresh, now),
-        "dealt": inputs.Dealt(pending.ticket if pending else 0, DEALT, now),
-        "failed": inputs.DealFailed(pending.ticket if pending else 0, "no deal", now),
+        "ghosts": inputs.OptionsSet(room.host_id or pid, m.RoomOptions(
+            countdown_s=draw(st.sampled_from([0, 1])),
+            ghosts=tuple(m.GhostRef("rghost", f"p{9 + i}") for i in range(draw(st.integers(1, 3)))),
+        ), now),
+        "loaded": inputs.GhostsLoaded(
+            pending.ticket if pending else 0,
+            tuple(draw(st.lists(st.sampled_from([RUN, STOPPING]), max_size=3))), now,
+        ),
+        "dealt": inputs.Dealt(pending.ticket if pending else 0, DEALT, now,
+                              daily=draw(st.sampled_from([None, "2024-05-01"]))),
+        "failed": inputs.DealFailed(pending.ticket if pending else 0, "no deal", now,
+                                    draw(st.sampled_from([116, 130, 132, 133]))),
         "resign": inputs.Resigned(pid, now),
         "timer": inputs.TimerFired(draw(st.sampled_from(TIMERS)), now),
         "drop": inputs.Dropped(pid, now),
@@ -175,6 +199,39 @@ def test_a_race_is_rebuilt_move_for_move_and_its_clock_pauses_for_the_outage() -
     grace = [o for o in outputs if getattr(o, "name", "").startswith(GRACE_PREFIX)]
     assert [(o.name, o.at_ms) for o in grace] == [("grace:p0", now + 7_600 + 5_000)]
     assert not again.seats["p0"].connected
+
+
+def test_a_ghost_race_is_rebuilt_from_its_log_and_its_ghost_moves_on_after_the_outage() -> None:
+    now = 6_000_000
+    options = m.RoomOptions(countdown_s=0, ghosts=(RUN.ref,))
+    opened = inputs.Opened("ROOM04", options, PLAYERS[0], "d", now)
+    room = inputs.open_room(opened, TIMINGS)
+    given: list[inputs.Input] = [
+        inputs.Started("p0", Fresh("s", "r1"), now),
+        inputs.GhostsLoaded(1, (RUN,), now),
+        inputs.Dealt(1, DEALT, now),
+        inputs.TimerFired(GHOST_TIMER, now + 650),
+    ]
+    for one in given:
+        inputs.apply(room, one)
+    assert room.race is not None and room.race.racers["ghost-1"].game.moves == 2
+    rebuilt = replay([codec.encode(opened), *map(codec.encode, given)], TIMINGS)
+    assert rebuilt is not None
+    assert state_of(rebuilt.room) == state_of(room)
+    outputs = inputs.apply(rebuilt.room, inputs.Resumed(10_000, now + 10_650))
+    timers = {o.name: o.at_ms for o in outputs if type(o).__name__ == "SetTimer"}
+    assert timers[GHOST_TIMER] == now + 10_000 + 900  # the third move, the clock paused
+
+
+def test_a_rebuilt_room_whose_ghost_runs_were_being_read_asks_for_them_again() -> None:
+    options = m.RoomOptions(countdown_s=0, ghosts=(RUN.ref,))
+    opened = inputs.Opened("ROOM05", options, PLAYERS[0], "d", 1)
+    started = inputs.Started("p0", Fresh("s", "r1"), 1)
+    rebuilt = replay([codec.encode(opened), codec.encode(started)], TIMINGS)
+    assert rebuilt is not None
+    outputs = inputs.apply(rebuilt.room, inputs.Resumed(5, 6))
+    asked = [o for o in outputs if type(o).__name__ == "LoadGhosts"]
+    assert [(o.ticket, o.ghosts) for o in asked] == [(1, (RUN.ref,))]
 
 
 def test_a_log_that_does_not_rebuild_its_room_is_refused_in_words() -> None:

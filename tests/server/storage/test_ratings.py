@@ -76,7 +76,8 @@ async def test_a_rated_race_moves_ratings_exactly_as_openskill_does(store: RaceS
 
 @pytest.mark.parametrize(
     "why",
-    ["practice", "aborted", "unknown ending", "one claimed player", "claimed bots", "guests"],
+    ["practice", "aborted", "unknown ending", "one claimed player", "claimed bots", "guests",
+     "ghost race", "daily attempt"],
 )
 async def test_unrated_races_move_no_rating(store: RaceStore, why: str) -> None:
     players = await claim(store, "ann", "bob")
@@ -88,6 +89,10 @@ async def test_unrated_races_move_no_rating(store: RaceStore, why: str) -> None:
         "one claimed player": race("u", [("Ann", "ann", False), ("x", None, False)]),
         "claimed bots": race("u", [("Ann", "ann", True), ("Bob", "bob", True)]),
         "guests": race("u", [("Ann", None, False), ("Bob", None, False)]),
+        # Unrated by their options, even in a record that does not say practice.
+        "ghost race": race("u", two, options={
+            **make_record().options, "ghosts": [{"race_id": "r0", "player_id": "p1"}]}),
+        "daily attempt": race("u", two, options={**make_record().options, "daily": True}),
     }[why]
     assert not is_rated(record)
     await store.save_race(record)

@@ -471,7 +471,7 @@ async def test_a_page_opened_after_the_race_reads_the_result_from_the_stored_rac
     rows = await page.eval_on_selector_all(
         "#standings tbody tr", "rows => rows.map(r => r.innerText.split('\\t'))"
     )
-    assert rows == [["1", "Late (you)", "resigned", "0", "1", "0"]]
+    assert rows == [["1", "Late (guest) (you)", "resigned", "0", "1", "0"]]
     assert await page.inner_text("#room-phase") == "race over"
     assert await page.get_by_role("button", name="Rematch", exact=True).is_visible()
     assert webutil.script_errors(page) == []
@@ -507,11 +507,11 @@ async def test_change_name_takes_the_seat_again_under_the_new_name(site: Site) -
             state = await guest.expect(m.RoomState)
         gus = next(x.player_id for x in state.members if x.name == "Gus")
         assert state.host_id == gus
-        await page.locator("#members tr:has-text('Hank (you)')").wait_for()
+        await page.locator("#members tr:has-text('Hank (guest, you)')").wait_for()
         assert await page.get_by_role("button", name="Ready", exact=True).is_visible()
         assert await page.evaluate("localStorage.getItem('tripeaks.name')") == "Hank"
         await page.reload()  # the new seat's token was kept: the reload resumes it
-        await page.locator("#members tr:has-text('Hank (you)')").wait_for()
+        await page.locator("#members tr:has-text('Hank (guest, you)')").wait_for()
         assert await page.locator("#members tbody tr").count() == 2
         assert webutil.script_errors(page) == []
     finally:

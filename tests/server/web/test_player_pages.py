@@ -102,7 +102,7 @@ async def test_the_leaderboard_orders_by_rating_above_a_minimum_of_races(site: S
         assert status == 400 and "digits 0-9" in body["error"], bad
 
 
-async def test_the_profile_page_shows_the_figures_a_chart_and_replay_links(site: Site) -> None:
+async def test_the_profile_page_shows_figures_a_chart_replays_and_race_this_run(site: Site) -> None:
     if site.browser is None:
         webutil.require_chromium()
     assert site.browser is not None
@@ -118,9 +118,13 @@ async def test_the_profile_page_shows_the_figures_a_chart_and_replay_links(site:
         assert await page.locator("#best").inner_text() == "1:01.0"
         # One point for the start and one per rated race, drawn as SVG in the page.
         assert await page.locator("#chart svg circle").count() == 7
-        links = page.locator("#recent a")
+        links = page.locator("#recent a:not(.race-run)")
         assert await links.count() == 7
         assert await links.first.get_attribute("href") == "/races/race5"
+        # Each of her runs can be raced as a ghost ("race this run").
+        runs = page.locator("#recent a.race-run")
+        assert await runs.count() == 7
+        assert await runs.first.get_attribute("href") == "/?ghost=race5%3Ap1-race5"
         assert webutil.script_errors(page) == []
         await webutil.screenshot(page, f"player-{viewport['width']}")
         await page.context.close()

@@ -267,7 +267,9 @@ async def test_finish_order_and_standings_match_the_stored_race(watched: Watched
         time_text = (
             format_ms(player["finish_ms"]) if player["status"] == "finished" else player["status"]
         )
-        name = player["name"] + (" (bot)" if player["is_bot"] else "")
+        # The watch page marks bots, and people playing under no claimed name as guests.
+        mark = " (bot)" if player["is_bot"] else " (guest)" if player["account"] is None else ""
+        name = player["name"] + mark
         assert player["name"] == "Solver" or player["is_bot"]
         expected.append(
             [
