@@ -253,6 +253,7 @@ class Bot:
         min_players: int,
     ) -> None:
         self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+        self.session.encoding = codec.encoding_for(self.ws.subprotocol)
         await self._send_frame(self.session.hello())
         welcome: m.Welcome = await self._expect(m.Welcome)
         self.result.player_id = welcome.player_id
@@ -304,6 +305,7 @@ class Bot:
                 await self.ws.close()
             try:
                 self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+                self.session.encoding = codec.encoding_for(self.ws.subprotocol)
                 await self._send_frame(self.session.hello())
                 welcome: m.Welcome = await self._expect(m.Welcome)
             except (ClientError, websockets.ConnectionClosed, OSError, TimeoutError):

@@ -1,4 +1,4 @@
-"""Every wire message of protocol version 1, as frozen dataclasses.
+"""Every wire message of protocol version 2, as frozen dataclasses.
 
 A frame holds one map: ``"t"`` is the message type (each class's ``TAG``)
 and the other keys are the dataclass fields, with the same snake_case names
@@ -9,21 +9,32 @@ Client to server: :data:`ClientMessage`; server to client:
 :data:`ServerMessage`; tag registries :data:`CLIENT_MESSAGES` and
 :data:`SERVER_MESSAGES`.  Nested structures (:class:`RoomOptions`,
 :class:`Member`, :class:`BoardView`, ...) have no tag of their own.
+
+What version 2 added over version 1 is marked where it is, with
+:class:`~protocol.wire.schema.Since`: a field ``Annotated[..., Since(2)]``
+is left out of version-1 frames (or, with ``older``, carries a value version
+1 can express), and a message class with ``SINCE = Since(2)`` is not sent to
+version-1 connections as news.  The codec and the docs read these markers;
+nothing else lists them.  A new client field is marked too, so that a
+version-1 frame this code writes is one a version-1 server reads (the server
+reads the field on every version).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Annotated, ClassVar, Final, Literal
 
 from protocol.rules.cards import ALL_CODES, card_code
 from protocol.rules.game import DRAW, HIDDEN, Deal, Move, PlayerView, Rules, Status
 from protocol.rules.refusals import Reason
-from protocol.wire.schema import Int, Items, OneOf, Pattern, Text
+from protocol.wire.schema import Int, Items, OneOf, Pattern, Since, Text
 
-PROTOCOL_VERSION: Final = 1
-SUPPORTED_VERSIONS: Final = frozenset({PROTOCOL_VERSION})
+#: The latest protocol version, the one these classes describe.
+PROTOCOL_VERSION: Final = 2
+#: The versions this code speaks (a connection's subprotocol names one).
+SUPPORTED_VERSIONS: Final = frozenset({1, PROTOCOL_VERSION})
 
 MAX_PLAYERS: Final = 16
 MAX_NAME_LENGTH: Final = 24
@@ -119,6 +130,12 @@ class LeftReason(enum.StrEnum):
     ROOM_CLOSED = "room_closed"
 
 
+def _hidden_as_none(top: str | None) -> str | None:
+    """``null`` for ``"??"``: version 1 has no face-down waste top, so a spectator is
+    shown none (the board's face-down cards are ``"??"`` in both versions)."""
+    return None if top == HIDDEN else top
+
+
 # ---- nested structures ---------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class RoomOptions:
@@ -129,7 +146,7 @@ class RoomOptions:
     max_players: Annotated[int, Int(2, MAX_PLAYERS)] = 8
     allow_spectators: bool = True
     spectator_delay_s: Annotated[int, Int(0, 600)] = 0
-    open_boards: bool = False
+    open_boards: Annotated[bool, Since(2)] = False
     wrap: bool = True
     empty_waste: bool = False
     undo: UndoPolicy = UndoPolicy.PENALTY
@@ -159,7 +176,7 @@ class Member:
     bot: bool
     ready: bool
     connected: bool
-    guest: bool = True
+    guest: Annotated[bool, Since(2)] = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +196,7 @@ class BoardView:
 
     board: Annotated[tuple[BoardEntry, ...], Items(28, exact=True)]
     #: ``"??"`` only in a ``spectator_board`` (a card some racer still racing has not seen).
-    waste_top: BoardEntry
+    waste_top: Annotated[BoardEntry, Since(2, 'may be ``"??"``', older=_hidden_as_none)]
     stock_left: StockLeft
     moves: Count
     draws: Count
@@ -274,7 +291,7 @@ class Hello:
     token: Token | None = None
     bot: bool = False
     client: Annotated[str, Text(0, 40)] = ""
-    key: Key | None = None
+    key: Annotated[Key | None, Since(2)] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,11 +494,26 @@ class RaceOver:
     deal: DealCodes
     solution: Annotated[tuple[SolutionStep, ...], Items(64)]
     par: Annotated[int, Int(0, 24)] | None
-    saved: bool = True
+    saved: Annotated[bool, Since(2)] = True
 
     @property
     def rules(self) -> Rules:
         return Rules(wrap=self.wrap, empty_waste=self.empty_waste)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedLater(RaceOver):
+    """``race_over`` once more, with ``saved: true``: a result first announced with
+    ``saved: false`` is stored now.  New in version 2: version-1 connections are not
+    sent it (a catch-up that holds it gives them the plain ``race_over``)."""
+
+    SINCE: ClassVar[Since] = Since(2)
+
+    @classmethod
+    def of(cls, over: RaceOver) -> SavedLater:
+        """The note for ``over``'s race."""
+        values = {f.name: getattr(over, f.name) for f in fields(over)}
+        return cls(**{**values, "saved": True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,9 @@
 // "t" tag. A dropped connection is retried with growing pauses, and the page
 // is told so it can show the state and join again.
 
-export const SUBPROTOCOL = "tripeaks.v1.json";
-export const PROTOCOL_VERSION = 1;
+// Version 2, the server's latest; the pages come from the server they talk to.
+export const SUBPROTOCOL = "tripeaks.v2.json";
+export const PROTOCOL_VERSION = 2;
 const PING_EVERY_MS = 15000;
 export const RETRY_MS = [500, 1000, 2000, 4000, 8000];
 
