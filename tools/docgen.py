@@ -236,10 +236,6 @@ def nested_section() -> str:
 
 
 # ---- what each version added ----------------------------------------------------
-#: Message classes that are not a tag of their own: a later version's form of a message.
-VARIANTS: Final = (m.SavedLater,)
-
-
 def _structs(node: Node) -> list[StructNode]:
     """The structures inside ``node`` (itself included), depth first."""
     if isinstance(node, StructNode):
@@ -283,7 +279,7 @@ def version_table(version: int = m.PROTOCOL_VERSION) -> str:
             if cls in server and cls in client:
                 instead += " (a client may still send it)"
             rows.append(f"| {what} | {', '.join(f'`{t}`' for t in tags)} | {instead} |")
-    for variant in VARIANTS:
+    for variant in m.SERVER_VARIANTS:
         if since(variant) == version:
             what = _first_sentence(variant.__doc__)
             rows.append(f"| {what} | `{variant.TAG}` | not sent |")

@@ -141,7 +141,7 @@ def to_wire(
 def sent_in(message: m.ServerMessage, encoding: Encoding) -> bool:
     """False for a message newer than the dialect's version (a class with ``SINCE``):
     news a client of that version is not sent."""
-    return since(type(message)) <= encoding.version
+    return _SINCE.get(type(message), 1) <= encoding.version
 
 
 # The frames every room sends several times a second, written out by hand: the
@@ -485,13 +485,15 @@ _NODES: Final[dict[type, StructNode]] = {
 #: Each message class's encoder by version (the latest: the decoding node itself).
 _ENCODERS: Final[dict[tuple[type, int], StructNode]] = {
     **{(cls, m.PROTOCOL_VERSION): node for cls, node in _NODES.items()},
+    **{(cls, m.PROTOCOL_VERSION): compile_struct(cls) for cls in m.SERVER_VARIANTS},
     **{
         (cls, version): compile_struct(cls, version)
-        for cls in (*_NODES, m.SavedLater)
+        for cls in (*_NODES, *m.SERVER_VARIANTS)
         for version in m.SUPPORTED_VERSIONS - {m.PROTOCOL_VERSION}
     },
-    (m.SavedLater, m.PROTOCOL_VERSION): compile_struct(m.SavedLater),
 }
+#: The classes newer than version 1, and the version each is new in.
+_SINCE: Final = {cls: since(cls) for cls, _ in _ENCODERS if since(cls) > 1}
 
 
 def _encoder(cls: type, version: int) -> StructNode:

@@ -595,6 +595,8 @@ CLIENT_MESSAGES: Final[dict[str, type[ClientMessage]]] = {
         Rematch, Ping, ListRooms, Sync,
     )
 }
+#: Server message classes that share another's tag: a later version's form of it.
+SERVER_VARIANTS: Final[tuple[type[ServerMessage], ...]] = (SavedLater,)
 SERVER_MESSAGES: Final[dict[str, type[ServerMessage]]] = {
     cls.TAG: cls
     for cls in (
