@@ -10,14 +10,11 @@ Client to server: :data:`ClientMessage`; server to client:
 :data:`SERVER_MESSAGES`.  Nested structures (:class:`RoomOptions`,
 :class:`Member`, :class:`BoardView`, ...) have no tag of their own.
 
-What version 2 added over version 1 is marked where it is, with
-:class:`~protocol.wire.schema.Since`: a field ``Annotated[..., Since(2)]``
-is left out of version-1 frames (or, with ``older``, carries a value version
-1 can express), and a message class with ``SINCE = Since(2)`` is not sent to
-version-1 connections as news.  The codec and the docs read these markers;
-nothing else lists them.  A new client field is marked too, so that a
-version-1 frame this code writes is one a version-1 server reads (the server
-reads the field on every version).
+What version 2 added is marked where it is (:class:`~protocol.wire.schema.Since`):
+a field ``Annotated[..., Since(2)]`` is left out of version-1 frames (with
+``older``: given a value version 1 has), a class with ``SINCE = Since(2)`` is
+not sent to version-1 connections as news.  Client fields are marked too, so
+this code's version-1 frames are ones a version-1 server reads.
 """
 
 from __future__ import annotations
@@ -31,9 +28,7 @@ from protocol.rules.game import DRAW, HIDDEN, Deal, Move, PlayerView, Rules, Sta
 from protocol.rules.refusals import Reason
 from protocol.wire.schema import Int, Items, OneOf, Pattern, Since, Text
 
-#: The latest protocol version, the one these classes describe.
-PROTOCOL_VERSION: Final = 2
-#: The versions this code speaks (a connection's subprotocol names one).
+PROTOCOL_VERSION: Final = 2  # the latest, the one these classes describe
 SUPPORTED_VERSIONS: Final = frozenset({1, PROTOCOL_VERSION})
 
 MAX_PLAYERS: Final = 16
@@ -504,16 +499,14 @@ class RaceOver:
 @dataclass(frozen=True, slots=True)
 class SavedLater(RaceOver):
     """``race_over`` once more, with ``saved: true``: a result first announced with
-    ``saved: false`` is stored now.  New in version 2: version-1 connections are not
-    sent it (a catch-up that holds it gives them the plain ``race_over``)."""
+    ``saved: false`` is stored now.  Not sent to version 1 (a catch-up holding it is)."""
 
     SINCE: ClassVar[Since] = Since(2)
 
     @classmethod
     def of(cls, over: RaceOver) -> SavedLater:
         """The note for ``over``'s race."""
-        values = {f.name: getattr(over, f.name) for f in fields(over)}
-        return cls(**{**values, "saved": True})
+        return cls(**{**{f.name: getattr(over, f.name) for f in fields(over)}, "saved": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,8 +588,7 @@ CLIENT_MESSAGES: Final[dict[str, type[ClientMessage]]] = {
         Rematch, Ping, ListRooms, Sync,
     )
 }
-#: Server message classes that share another's tag: a later version's form of it.
-SERVER_VARIANTS: Final[tuple[type[ServerMessage], ...]] = (SavedLater,)
+SERVER_VARIANTS: Final[tuple[type[ServerMessage], ...]] = (SavedLater,)  # tags shared
 SERVER_MESSAGES: Final[dict[str, type[ServerMessage]]] = {
     cls.TAG: cls
     for cls in (
