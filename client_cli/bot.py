@@ -295,6 +295,8 @@ class Bot:
             if self.ws is not None:
                 await self.ws.close()
             self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
+            # The server picked the newest version both speak; the session speaks it too.
+            self.session.encoding = codec.encoding_for(self.ws.subprotocol)
             await self._send_frame(self.session.hello())
             try:
                 welcome: m.Welcome = await self._expect(m.Welcome)

@@ -62,6 +62,8 @@ class Connection:
         for _ in range(MAX_REDIRECTS + 1):
             await self.close()
             self.ws = await open_socket(self.url, self.session.encoding)
+            # The server picked the newest version both speak; the session speaks it too.
+            self.session.encoding = codec.encoding_for(self.ws.subprotocol)
             await self.write(self.session.hello())
             moved = await self._welcome()
             if isinstance(moved, m.Welcome):
@@ -150,14 +152,13 @@ def wire_move(action: Action) -> tuple[m.MoveAction, int | None]:
 
 
 async def open_socket(url: str, encoding: codec.Encoding) -> ClientConnection:
-    """Open the WebSocket with the subprotocol for ``encoding``; errors in words."""
+    """Open the WebSocket offering ``encoding``'s subprotocols, newest version first (the
+    answer's ``subprotocol`` names the dialect to speak); errors in words."""
     address = normalise_url(url)
-    json_wanted = encoding is codec.Encoding.JSON
-    sub = codec.SUBPROTOCOL_JSON if json_wanted else codec.SUBPROTOCOL_MSGPACK
     try:
         return await connect(
             address,
-            subprotocols=[Subprotocol(sub)],
+            subprotocols=[Subprotocol(sub) for sub in codec.offer(encoding)],
             compression=None,  # frames are tiny; deflate costs memory on both ends
             proxy=None,  # the game server is reached directly, never through a proxy
             max_size=codec.MAX_SERVER_FRAME,

@@ -477,5 +477,5 @@ def _no_subprotocol(address: str) -> web.Response:
     """
     logs.event("no_subprotocol", address=address)
     supported = list(codec.SUBPROTOCOLS)
-    message = "none of the offered subprotocols is supported; offer " + " or ".join(supported)
+    message = "none of the offered subprotocols is supported; offer one of " + ", ".join(supported)
     return web.json_response({"error": message, "subprotocols": supported}, status=400)

@@ -122,6 +122,11 @@ def _fresh() -> Fresh:
     return Fresh(ids.seed(), ids.race_id())
 
 
+def _news(message: m.ServerMessage, encoding: codec.Encoding) -> Frame:
+    """A broadcast's frame in one dialect; ``b""`` when the dialect is not sent it."""
+    return codec.encode(message, encoding) if codec.sent_in(message, encoding) else b""
+
+
 #: Client messages that are plain room inputs: (sender, message, now) -> the input.
 _ROOM_CALLS: Final[dict[type[Any], Callable[[str, Any, int], inputs.Input]]] = {
     m.Leave: lambda pid, msg, now: inputs.Left(pid, now),
@@ -189,9 +194,9 @@ class Hub:
         self._by_conn = self.lobby.by_conn  # read on every move
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn_ids = itertools.count(1)
-        #: The last message broadcast and its frames by encoding: a flush sends the same
-        #: ``progress`` to the players and then to the spectators (holding the message
-        #: keeps its identity from being reused).
+        #: The last message broadcast and its frames by dialect (``b""``: not sent in that
+        #: one): a flush sends the same ``progress`` to the players and then to the
+        #: spectators (holding the message keeps its identity from being reused).
         self._encoded: tuple[object, dict[codec.Encoding, Frame]] = (None, {})
         #: Connections whose hello asked for ``spectator_update`` frames.
         self._ticking: set[Connection] = set()
@@ -306,8 +311,10 @@ class Hub:
         self.metrics.hot.frames_sent += 1
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
-        """Send one message to many: encoded at most once per encoding (and once for the
-        players and spectators of a progress flush, see :attr:`_encoded`)."""
+        """Send one message to many: encoded at most once per dialect (and once for the
+        players and spectators of a progress flush, see :attr:`_encoded`).  A message
+        newer than a connection's protocol version is news it is not sent
+        (:func:`protocol.wire.codec.sent_in`)."""
         journal = self.journal
         if journal is not None and journal.holding:
             journal.hold(functools.partial(self.broadcast, list(conns), message))
@@ -320,9 +327,10 @@ class Hub:
         for conn in conns:
             frame = frames.get(conn.encoding)
             if frame is None:
-                frame = frames[conn.encoding] = codec.encode(message, conn.encoding)
-            conn.send(frame)
-            sent += 1
+                frame = frames[conn.encoding] = _news(message, conn.encoding)
+            if frame:
+                conn.send(frame)
+                sent += 1
         self.metrics.hot.frames_sent += sent
 
     def _conns(self, player_ids: Iterable[str]) -> list[Connection]:
@@ -886,6 +894,9 @@ class Hub:
 
     def create_here(self, conn: Connection, create: m.CreateRoom, now: int) -> None:
         """``create_room`` on this node (in cluster mode, under a code claimed cluster-wide)."""
+        if create.options.daily and conn.encoding.version < 2:
+            # A daily race_over keeps its seed back (null), which version 1 cannot say.
+            raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION, "the daily deal needs version 2")
         codes = self.cluster.node.codes() if self.cluster else iter(ids.room_code, "")
         self.apply(conn, self.lobby.create_room(conn, create.options, codes, now))
         if self.cluster is not None:

@@ -125,7 +125,8 @@ class ConnectionReader:
 
     def _fast_move(self, frame: bytes | str, now: int) -> bool:
         """:meth:`Hub.fast_move` for a msgpack frame; True when it answered (a failure included)."""
-        if type(frame) is not bytes or self.conn.encoding is not codec.Encoding.MSGPACK:
+        # move_result is the same frame in every version (no field is newer than 1).
+        if type(frame) is not bytes or not self.conn.encoding.binary:
             return False
         try:
             return self.hub.fast_move(self.conn, frame, now)

@@ -150,7 +150,7 @@ class Storing(Generic[H]):
             return
         if room.phase is not m.Phase.FINISHED:
             return
-        over = dataclasses.replace(over, saved=True)
+        over = m.SavedLater.of(over)
         with self._batch:
             self._deliver(handle, ToPlayers(over))
             self._deliver(handle, ToSpectators(over, key="over"))

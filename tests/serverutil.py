@@ -210,18 +210,17 @@ async def connect(
     bot: bool = False,
     hello: bool = True,
 ) -> TestClient:
-    """Open a connection, say hello and wait for ``welcome``."""
-    enc = codec.Encoding(encoding)
-    protocol = (
-        codec.SUBPROTOCOL_MSGPACK if enc is codec.Encoding.MSGPACK else codec.SUBPROTOCOL_JSON
-    )
+    """Open a connection, say hello and wait for ``welcome``; ``encoding`` names the dialect
+    (``"json.v1"``: JSON of protocol version 1)."""
+    enc = codec.dialect(encoding)  # type: ignore[arg-type]
+    protocol = codec.SUBPROTOCOL_FOR_ENCODING[enc]
     ws = await websockets.connect(
         ws_url, subprotocols=[Subprotocol(protocol)], compression=None, max_size=2**20
     )
     client = TestClient(ws, enc)
     if hello:
         client.welcome = await client.request(
-            m.Hello(name=name, version=m.PROTOCOL_VERSION, token=token, bot=bot), m.Welcome
+            m.Hello(name=name, version=enc.version, token=token, bot=bot), m.Welcome
         )
     return client
 

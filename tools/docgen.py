@@ -35,7 +35,16 @@ from protocol.wire import codec, lifecycle
 from protocol.wire import messages as m
 from protocol.wire.errors import CLOSE_TEXT, ERROR_TEXT, CloseCode, ErrorCode
 from protocol.wire.json_schema import schema_text
-from protocol.wire.schema import IntNode, ListNode, Node, OptionalNode, StructNode, compile_struct
+from protocol.wire.schema import (
+    IntNode,
+    ListNode,
+    Node,
+    OlderNode,
+    OptionalNode,
+    StructNode,
+    compile_struct,
+    since,
+)
 from tools import docnotes
 
 #: The worked example: a seed whose candidate 0 is winnable with this line.
@@ -233,6 +242,63 @@ def nested_section() -> str:
     return "\n".join(parts)
 
 
+# ---- what each version added ----------------------------------------------------
+def _structs(node: Node) -> list[StructNode]:
+    """The structures inside ``node`` (itself included), depth first."""
+    if isinstance(node, StructNode):
+        return [node, *(s for spec in node.fields for s in _structs(spec.node))]
+    inner = [getattr(node, name, None) for name in ("inner", "item", "int_node", "str_node")]
+    return [s for child in inner if isinstance(child, Node) for s in _structs(child)]
+
+
+def _carriers(registry: dict[str, type]) -> dict[type, list[str]]:
+    """Each structure or message class, and the messages of ``registry`` that hold it."""
+    found: dict[type, list[str]] = {}
+    for tag, cls in registry.items():
+        for node in _structs(compile_struct(cls)):
+            tags = found.setdefault(node.cls, [])
+            if tag not in tags:
+                tags.append(tag)
+    return found
+
+
+def version_table(version: int = m.PROTOCOL_VERSION) -> str:
+    """What ``version`` added over the one before, from the ``Since`` markers, and what a
+    connection of the older version gets instead."""
+    old = version - 1
+    rows = [f"| in version {version} | in | on a version-{old} connection |", "|---|---|---|"]
+    server, client = _carriers(m.SERVER_MESSAGES), _carriers(m.CLIENT_MESSAGES)
+    for cls in {**server, **client}:
+        for spec in compile_struct(cls).fields:
+            mark = spec.since
+            if mark is None or mark.version != version:
+                continue
+            tags = [*server.get(cls, ()), *client.get(cls, ())]
+            note = mark.note.replace("``", "`")
+            what = f"`{cls.__name__}.{spec.name}`" + (f" {note}" if note else "")
+            older = compile_struct(cls, old).by_name.get(spec.name)
+            if older is not None and isinstance(older.node, OlderNode):
+                instead = _first_sentence(older.node.older.__doc__)
+            elif cls in server:
+                instead = "left out of server frames"
+            else:
+                instead = "a client field: the server reads it here too"
+            if cls in server and cls in client:
+                instead += " (a client may still send it)"
+            rows.append(f"| {what} | {', '.join(f'`{t}`' for t in tags)} | {instead} |")
+    for variant in m.SERVER_VARIANTS:
+        if since(variant) == version:
+            what = _first_sentence(variant.__doc__)
+            rows.append(f"| {what} | `{variant.TAG}` | not sent |")
+    return "\n".join(rows)
+
+
+def _first_sentence(doc: str | None) -> str:
+    """A docstring's first sentence on one line, in markdown."""
+    text = " ".join((doc or "").split()).replace("``", "`")
+    return text.split(". ")[0].rstrip(".")
+
+
 def _with_note(words: str, note: str | None) -> str:
     return words if note is None else f"{words}. *{note[0].upper()}{note[1:]}.*"
 
@@ -343,7 +409,7 @@ def limits_table() -> str:
 PAGE_BLOCKS: Final[dict[str, tuple[str, ...]]] = {
     "protocol.md": (
         "client-messages", "server-messages", "nested", "errors", "closes", "reasons",
-        "lifecycle", "hex-example", "limits", "commitment-vectors", "difficulty",
+        "lifecycle", "hex-example", "limits", "commitment-vectors", "difficulty", "versions",
     ),
     "deals.md": ("difficulty-shares",),
     "rules.md": ("reasons",),
@@ -365,6 +431,7 @@ def blocks() -> dict[str, str]:
         "commitment-vectors": commitment_table(),
         "difficulty": difficulty_table(),
         "difficulty-shares": difficulty_share_table(),
+        "versions": version_table(),
     }
 
 

@@ -135,7 +135,8 @@ SUMMARIES: Final[dict[str, str]] = {
 #: One short note per field, keyed by (class name, field name).
 FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Hello", "name"): "display name",
-    ("Hello", "version"): "protocol version the client speaks; this document is version 1",
+    ("Hello", "version"): "protocol version the client speaks: the one its subprotocol names "
+    "(this document describes version 2; see Versioning)",
     ("Hello", "token"): "reconnect token from an earlier `welcome`, to resume",
     ("Hello", "bot"): "true for programs; bots are labelled as such to everyone",
     ("Hello", "client"): "client software name and version, for logs",
@@ -158,7 +159,7 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("Welcome", "name"): "your name as others see it",
     ("Welcome", "token"): "reconnect token: send it in `hello` to resume",
     ("Welcome", "resumed"): "true when `hello.token` restored an existing session",
-    ("Welcome", "protocol_version"): "the protocol version in use",
+    ("Welcome", "protocol_version"): "the protocol version in use (the hello's)",
     ("Welcome", "server_version"): "server software version",
     ("RoomState", "version"): "room version, +1 per change",
     ("RoomState", "code"): "room code; others join with it",

@@ -1,7 +1,16 @@
-"""One encode/decode path for both wire encodings (docs/protocol.md, "Encoding").
+"""One encode/decode path for every wire dialect (docs/protocol.md, "Encoding").
 
-* ``tripeaks.v1.msgpack`` (the default): one msgpack map per binary frame.
-* ``tripeaks.v1.json``: the same map as a JSON object in a text frame.
+* ``tripeaks.v2.msgpack`` (preferred): one msgpack map per binary frame.
+* ``tripeaks.v2.json``: the same map as a JSON object in a text frame.
+* ``tripeaks.v1.msgpack`` and ``tripeaks.v1.json``: the same, in protocol
+  version 1, for the clients written to it.
+
+A connection's :class:`Encoding` is its dialect: the encoding and the protocol
+version.  Every cache of encoded frames is keyed by it, so it is per dialect.
+:func:`encode` writes a message as the dialect's version says it: the fields
+a later version added (:class:`~protocol.wire.schema.Since`) are left out or
+take their older form.  Decoding reads every version's client frames alike,
+except that ``hello.version`` must be the dialect's version.
 
 :func:`decode` (client frames, for the server) and :func:`decode_server`
 (server frames, for clients) return a valid message or raise
@@ -24,24 +33,47 @@ from typing import Any, Final, Literal
 
 import msgpack
 
+from protocol.rules.game import HIDDEN
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
-from protocol.wire.schema import StructNode, compile_struct, register_check
+from protocol.wire.schema import StructNode, compile_struct, register_check, since
 
-SUBPROTOCOL_MSGPACK: Final = "tripeaks.v1.msgpack"
-SUBPROTOCOL_JSON: Final = "tripeaks.v1.json"
-SUBPROTOCOLS: Final = (SUBPROTOCOL_MSGPACK, SUBPROTOCOL_JSON)
+SUBPROTOCOL_MSGPACK: Final = "tripeaks.v2.msgpack"
+SUBPROTOCOL_JSON: Final = "tripeaks.v2.json"
+SUBPROTOCOL_MSGPACK_V1: Final = "tripeaks.v1.msgpack"
+SUBPROTOCOL_JSON_V1: Final = "tripeaks.v1.json"
+#: Every subprotocol this server speaks, in its order of preference.
+SUBPROTOCOLS: Final = (
+    SUBPROTOCOL_MSGPACK, SUBPROTOCOL_JSON, SUBPROTOCOL_MSGPACK_V1, SUBPROTOCOL_JSON_V1
+)
 
 
 class Encoding(enum.StrEnum):
-    MSGPACK = "msgpack"
-    JSON = "json"
+    """A dialect: ``binary`` (msgpack) or JSON text, in protocol ``version``."""
+
+    binary: bool
+    version: int
+
+    def __new__(cls, value: str, binary: bool, version: int) -> Encoding:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.binary = binary  # plain attributes: read on every frame
+        member.version = version
+        return member
+
+    MSGPACK = "msgpack", True, m.PROTOCOL_VERSION
+    JSON = "json", False, m.PROTOCOL_VERSION
+    MSGPACK_V1 = "msgpack.v1", True, 1
+    JSON_V1 = "json.v1", False, 1
 
 
 ENCODING_FOR_SUBPROTOCOL: Final = {
     SUBPROTOCOL_MSGPACK: Encoding.MSGPACK,
     SUBPROTOCOL_JSON: Encoding.JSON,
+    SUBPROTOCOL_MSGPACK_V1: Encoding.MSGPACK_V1,
+    SUBPROTOCOL_JSON_V1: Encoding.JSON_V1,
 }
+SUBPROTOCOL_FOR_ENCODING: Final = {enc: sub for sub, enc in ENCODING_FOR_SUBPROTOCOL.items()}
 
 #: Largest client-to-server frame, in bytes (UTF-8 bytes for JSON text).
 MAX_CLIENT_FRAME: Final = 4096
@@ -50,18 +82,27 @@ MAX_SERVER_FRAME: Final = 256 * 1024
 #: Deepest nesting of maps and lists; the top-level map is depth 1.
 MAX_DEPTH: Final = 6
 
+#: A dialect, or an encoding's name for its latest version.
 EncodingName = Encoding | Literal["msgpack", "json"]
+#: Each dialect by its value (a member is its own value: both look up alike).
+_DIALECTS: Final[dict[str, Encoding]] = {enc.value: enc for enc in Encoding}
+
+
+def dialect(encoding: EncodingName) -> Encoding:
+    """The :class:`Encoding` ``encoding`` names (``"json"``: JSON, latest version)."""
+    return _DIALECTS[encoding]
 
 
 def choose_subprotocol(offered: Iterable[str]) -> str | None:
     """The subprotocol to answer for a client's offer, in the client's order.
 
-    An empty offer means the default, msgpack; an offer with nothing this
-    server speaks gives ``None`` (the server then closes with 4005).
+    An empty offer means the default, msgpack of version 1 (what clients that
+    offer nothing were written for); an offer with nothing this server speaks
+    gives ``None`` (the server then refuses the upgrade).
     """
     offered = [p.strip() for p in offered if p.strip()]
     if not offered:
-        return SUBPROTOCOL_MSGPACK
+        return SUBPROTOCOL_MSGPACK_V1
     for name in offered:
         if name in ENCODING_FOR_SUBPROTOCOL:
             return name
@@ -69,22 +110,38 @@ def choose_subprotocol(offered: Iterable[str]) -> str | None:
 
 
 def encoding_for(subprotocol: str | None) -> Encoding:
-    """The encoding a negotiated subprotocol uses (none negotiated: msgpack)."""
+    """The dialect a negotiated subprotocol names (none negotiated: msgpack, version 1)."""
     if subprotocol is None:
-        return Encoding.MSGPACK
+        return Encoding.MSGPACK_V1
     return ENCODING_FOR_SUBPROTOCOL[subprotocol]
 
 
+def offer(encoding: EncodingName) -> list[str]:
+    """What a client of this code offers for ``encoding``: its subprotocol of the latest
+    version first, then version 1's (for servers that speak only version 1)."""
+    binary = dialect(encoding).binary
+    return [sub for enc, sub in SUBPROTOCOL_FOR_ENCODING.items() if enc.binary == binary]
+
+
 # ---- encoding -------------------------------------------------------------
-def to_wire(message: m.ClientMessage | m.ServerMessage) -> dict[str, object]:
-    """The message as a plain map, tag first (what both encodings serialise)."""
-    build = _HOT_WIRE.get(type(message))
+def to_wire(
+    message: m.ClientMessage | m.ServerMessage, version: int = m.PROTOCOL_VERSION
+) -> dict[str, object]:
+    """The message as a plain map in protocol ``version``, tag first (what both
+    encodings serialise)."""
+    build = _HOT_WIRE.get((type(message), version))
     if build is not None:
         return build(message)
-    node = _NODES[type(message)]
+    node = _encoder(type(message), version)
     wire: dict[str, object] = {"t": message.TAG}
     wire.update(node.encode(message))
     return wire
+
+
+def sent_in(message: m.ServerMessage, encoding: Encoding) -> bool:
+    """False for a message newer than the dialect's version (a class with ``SINCE``):
+    news a client of that version is not sent."""
+    return _SINCE.get(type(message), 1) <= encoding.version
 
 
 # The frames every room sends several times a second, written out by hand: the
@@ -110,10 +167,10 @@ def _progress_wire(message: Any) -> dict[str, object]:
     }
 
 
-def _view_wire(view: m.BoardView) -> dict[str, object]:
+def _view_wire(view: m.BoardView, top: object) -> dict[str, object]:
     return {
         "board": view.board,
-        "waste_top": view.waste_top,
+        "waste_top": top,
         "stock_left": view.stock_left,
         "moves": view.moves,
         "draws": view.draws,
@@ -126,7 +183,7 @@ def _board_wire(message: Any) -> dict[str, object]:
     return {
         "t": m.SpectatorBoard.TAG,
         "player_id": message.player_id,
-        "view": _view_wire(message.view),
+        "view": _view_wire(message.view, message.view.waste_top),
         "elapsed_ms": message.elapsed_ms,
     }
 
@@ -144,29 +201,48 @@ def _update_wire(message: Any) -> dict[str, object]:
     return {"t": m.SpectatorUpdate.TAG, "progress": progress, "boards": boards}
 
 
-_HOT_WIRE: Final[dict[type, Callable[[Any], dict[str, object]]]] = {
-    m.Progress: _progress_wire,
-    m.SpectatorBoard: _board_wire,
-    m.SpectatorUpdate: _update_wire,
+def _board_wire_v1(message: Any) -> dict[str, object]:
+    top = message.view.waste_top
+    return {
+        "t": m.SpectatorBoard.TAG,
+        "player_id": message.player_id,
+        "view": _view_wire(message.view, None if top == HIDDEN else top),
+        "elapsed_ms": message.elapsed_ms,
+    }
+
+
+_HOT_WIRE: Final[dict[tuple[type, int], Callable[[Any], dict[str, object]]]] = {
+    (m.Progress, 2): _progress_wire,
+    (m.Progress, 1): _progress_wire,
+    (m.SpectatorBoard, 2): _board_wire,
+    (m.SpectatorBoard, 1): _board_wire_v1,
+    (m.SpectatorUpdate, 2): _update_wire,
 }
 
 
 def encode(message: m.ClientMessage | m.ServerMessage, encoding: EncodingName) -> bytes | str:
-    """One frame: ``bytes`` for msgpack (binary frame), ``str`` for JSON (text frame)."""
-    wire = to_wire(message)
-    if encoding == Encoding.MSGPACK:
+    """One frame in the dialect: ``bytes`` for msgpack (binary frame), ``str`` for JSON
+    (text frame)."""
+    enc = _DIALECTS[encoding]
+    wire = to_wire(message, enc.version)
+    if enc.binary:
         return msgpack.packb(wire, use_bin_type=True)  # type: ignore[no-any-return]
     return json.dumps(wire, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def encode_msgpack(message: m.ClientMessage | m.ServerMessage) -> bytes:
+def encode_msgpack(
+    message: m.ClientMessage | m.ServerMessage, version: int = m.PROTOCOL_VERSION
+) -> bytes:
     """:func:`encode` for msgpack, typed as ``bytes``."""
-    return msgpack.packb(to_wire(message), use_bin_type=True)  # type: ignore[no-any-return]
+    return msgpack.packb(to_wire(message, version), use_bin_type=True)  # type: ignore[no-any-return]
 
 
-def encode_json(message: m.ClientMessage | m.ServerMessage) -> str:
+def encode_json(
+    message: m.ClientMessage | m.ServerMessage, version: int = m.PROTOCOL_VERSION
+) -> str:
     """:func:`encode` for JSON, typed as ``str``."""
-    return json.dumps(to_wire(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    wire = to_wire(message, version)
+    return json.dumps(wire, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 #: :func:`encode` for msgpack of a map already in wire form (same bytes as ``packb``).
@@ -187,12 +263,13 @@ def encode_update(
 ) -> bytes | str:
     """:func:`encode` of ``update``, reusing ``progress_frame`` (its ``progress`` as
     :func:`encode` wrote it for ``encoding``) when given: the same bytes, less work."""
-    if update.progress is None or progress_frame is None:
+    enc = _DIALECTS[encoding]
+    if update.progress is None or progress_frame is None or enc.version < 2:
         return encode(update, encoding)
     boards = [_board_wire(board) for board in update.boards]
     for board in boards:
         del board["t"]
-    if encoding == Encoding.MSGPACK:
+    if enc.binary:
         assert isinstance(progress_frame, bytes)
         if not progress_frame.startswith(_PROGRESS_HEAD_MSGPACK):
             return encode(update, encoding)
@@ -208,8 +285,12 @@ def encode_update(
 
 # ---- decoding -------------------------------------------------------------
 def decode(frame: bytes | str, encoding: EncodingName) -> m.ClientMessage:
-    """A client-to-server frame as a message, or :class:`ProtocolError`."""
-    return _decode(frame, encoding, m.CLIENT_MESSAGES, MAX_CLIENT_FRAME)  # type: ignore[no-any-return]
+    """A client-to-server frame as a message, or :class:`ProtocolError` (a ``hello`` of
+    another version than the dialect's is error 21)."""
+    message: m.ClientMessage = _decode(frame, encoding, m.CLIENT_MESSAGES, MAX_CLIENT_FRAME)
+    if type(message) is m.Hello:
+        _check_dialect(message, _DIALECTS[encoding])
+    return message
 
 
 def decode_server(frame: bytes | str, encoding: EncodingName) -> m.ServerMessage:
@@ -233,20 +314,21 @@ def _decode(
 
 def parse_frame(frame: bytes | str, encoding: EncodingName, limit: int) -> dict[str, Any]:
     """Frame type, size, parse and depth checks; returns the top-level map."""
-    if encoding == Encoding.MSGPACK:
+    enc = _DIALECTS.get(encoding)
+    if enc is None:
+        raise ProtocolError(ErrorCode.MALFORMED_FRAME, f"unknown encoding {encoding!r}")
+    if enc.binary:
         if not isinstance(frame, bytes | bytearray | memoryview):
             raise ProtocolError(ErrorCode.WRONG_FRAME_TYPE, "text frame on the msgpack subprotocol")
         if len(frame) > limit:
             raise ProtocolError(ErrorCode.FRAME_TOO_LARGE, f"frame over {limit} bytes")
         value = _unpack(bytes(frame), limit)
-    elif encoding == Encoding.JSON:
+    else:
         if not isinstance(frame, str):
             raise ProtocolError(ErrorCode.WRONG_FRAME_TYPE, "binary frame on the JSON subprotocol")
         if len(frame) > limit or len(frame.encode("utf-8", "surrogatepass")) > limit:
             raise ProtocolError(ErrorCode.FRAME_TOO_LARGE, f"frame over {limit} bytes")
         value = _load_json(frame)
-    else:
-        raise ProtocolError(ErrorCode.MALFORMED_FRAME, f"unknown encoding {encoding!r}")
     if not isinstance(value, dict):
         raise ProtocolError(ErrorCode.NOT_A_MAP)
     _check_depth(value)
@@ -387,6 +469,22 @@ def _check_hello(hello: m.Hello) -> None:
         )
 
 
+def _check_dialect(hello: m.Hello, enc: Encoding) -> None:
+    """A ``hello`` speaks the version its connection's subprotocol names."""
+    if hello.version != enc.version:
+        sub = SUBPROTOCOL_FOR_ENCODING[enc]
+        wanted = SUBPROTOCOL_FOR_ENCODING[
+            next(e for e in Encoding if e.binary == enc.binary and e.version == hello.version)
+        ]
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"this connection speaks protocol version {enc.version} ({sub}); "
+            f"offer {wanted} for version {hello.version}",
+            path="version",
+            tag=m.Hello.TAG,
+        )
+
+
 def _check_move(move: m.MoveRequest) -> None:
     if (move.action is m.MoveAction.PLAY) != (move.position is not None):
         raise ProtocolError(
@@ -459,8 +557,28 @@ register_check(m.RaceOver, _check_race_over)
 _NODES: Final[dict[type, StructNode]] = {
     cls: compile_struct(cls) for cls in (*m.CLIENT_MESSAGES.values(), *m.SERVER_MESSAGES.values())
 }
+#: Each message class's encoder by version (the latest: the decoding node itself).
+_ENCODERS: Final[dict[tuple[type, int], StructNode]] = {
+    **{(cls, m.PROTOCOL_VERSION): node for cls, node in _NODES.items()},
+    **{(cls, m.PROTOCOL_VERSION): compile_struct(cls) for cls in m.SERVER_VARIANTS},
+    **{
+        (cls, version): compile_struct(cls, version)
+        for cls in (*_NODES, *m.SERVER_VARIANTS)
+        for version in m.SUPPORTED_VERSIONS - {m.PROTOCOL_VERSION}
+    },
+}
+#: The classes newer than version 1, and the version each is new in.
+_SINCE: Final = {cls: since(cls) for cls, _ in _ENCODERS if since(cls) > 1}
 
 
-def node_for(cls: type) -> StructNode:
-    """The compiled schema of a message or nested class (for docs and tests)."""
-    return compile_struct(cls)
+def _encoder(cls: type, version: int) -> StructNode:
+    node = _ENCODERS.get((cls, version))
+    if node is None:
+        raise ValueError(f"protocol version {version} has no {cls.__name__}")
+    return node
+
+
+def node_for(cls: type, version: int | None = None) -> StructNode:
+    """The compiled schema of a message or nested class (for docs and tests); with
+    ``version``, the encoder of that version."""
+    return compile_struct(cls, None if version == m.PROTOCOL_VERSION else version)

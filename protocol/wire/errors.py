@@ -74,6 +74,7 @@ class ErrorCode(enum.IntEnum):
     DAILY_SOLO = 131
     GHOST_UNAVAILABLE = 132
     DAILY_UNAVAILABLE = 133
+    ROOM_ELSEWHERE = 134
 
     # -- server failures -------------------------------------------------
     INTERNAL_ERROR = 200
@@ -136,6 +137,8 @@ ERROR_TEXT: Final[dict[ErrorCode, str]] = {
     ErrorCode.GHOST_UNAVAILABLE: "that run cannot be raced: no stored race has that player, or "
     "it is a daily attempt whose day is not over",
     ErrorCode.DAILY_UNAVAILABLE: "the daily deal cannot be dealt right now; try again shortly",
+    ErrorCode.ROOM_ELSEWHERE: "this room is on another node of the cluster; a version-2 client "
+    "is sent there with moved, a version-1 client connects to the address this error names",
     ErrorCode.INTERNAL_ERROR: "internal server error",
     ErrorCode.SERVER_BUSY: "the server is busy; try again later",
     ErrorCode.SHUTTING_DOWN: "the server is shutting down",

@@ -70,9 +70,11 @@ _CARD_SETS: Final = {
 
 _COMMENT: Final = (
     "Generated from protocol/wire/messages.py; docs/protocol.md explains every field. "
+    "This is the latest version (subprotocols tripeaks.v2.*); version 1 (tripeaks.v1.*) "
+    "is docs/protocol-v1.schema.json, kept as it was. "
     "Beyond this schema the codec refuses integers written as floats (1.0), strings with "
-    "any non-printable character (not only control characters), hello versions it does "
-    "not speak, and frames over the size and nesting limits."
+    "any non-printable character (not only control characters), hello versions other "
+    "than the subprotocol's, and frames over the size and nesting limits."
 )
 
 
@@ -263,7 +265,7 @@ def _record_defs(defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def protocol_schema() -> dict[str, Any]:
-    """The JSON Schema document of this protocol version, as plain maps and lists."""
+    """The JSON Schema document of the latest protocol version, as plain maps and lists."""
     builder = _Builder()
     directions: dict[str, dict[str, type]] = {
         "ClientMessage": m.CLIENT_MESSAGES, "ServerMessage": m.SERVER_MESSAGES,

@@ -1,4 +1,4 @@
-"""Every wire message of protocol version 1, as frozen dataclasses.
+"""Every wire message of protocol version 2, as frozen dataclasses.
 
 A frame holds one map: ``"t"`` is the message type (each class's ``TAG``)
 and the other keys are the dataclass fields, with the same snake_case names
@@ -9,21 +9,27 @@ Client to server: :data:`ClientMessage`; server to client:
 :data:`ServerMessage`; tag registries :data:`CLIENT_MESSAGES` and
 :data:`SERVER_MESSAGES`.  Nested structures (:class:`RoomOptions`,
 :class:`Member`, :class:`BoardView`, ...) have no tag of their own.
+
+What version 2 added is marked where it is (:class:`~protocol.wire.schema.Since`):
+a field ``Annotated[..., Since(2)]`` is left out of version-1 frames (with
+``older``: given a value version 1 has), a class with ``SINCE = Since(2)`` is
+not sent to version-1 connections as news.  Client fields are marked too, so
+this code's version-1 frames are ones a version-1 server reads.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Annotated, ClassVar, Final, Literal
 
 from protocol.rules.cards import ALL_CODES, card_code
 from protocol.rules.game import DRAW, HIDDEN, Deal, Move, PlayerView, Rules, Status
 from protocol.rules.refusals import Reason
-from protocol.wire.schema import Int, Items, OneOf, Pattern, Text
+from protocol.wire.schema import Int, Items, OneOf, Pattern, Since, Text
 
-PROTOCOL_VERSION: Final = 1
-SUPPORTED_VERSIONS: Final = frozenset({PROTOCOL_VERSION})
+PROTOCOL_VERSION: Final = 2  # the latest, the one these classes describe
+SUPPORTED_VERSIONS: Final = frozenset({1, PROTOCOL_VERSION})
 
 MAX_PLAYERS: Final = 16
 MAX_NAME_LENGTH: Final = 24
@@ -123,6 +129,12 @@ class LeftReason(enum.StrEnum):
     ROOM_CLOSED = "room_closed"
 
 
+def _hidden_as_none(top: str | None) -> str | None:
+    """``null`` for ``"??"``: version 1 has no face-down waste top, so a spectator is
+    shown none (the board's face-down cards are ``"??"`` in both versions)."""
+    return None if top == HIDDEN else top
+
+
 # ---- nested structures ---------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class GhostRef:
@@ -141,7 +153,7 @@ class RoomOptions:
     max_players: Annotated[int, Int(2, MAX_PLAYERS)] = 8
     allow_spectators: bool = True
     spectator_delay_s: Annotated[int, Int(0, 600)] = 0
-    open_boards: bool = False
+    open_boards: Annotated[bool, Since(2)] = False
     wrap: bool = True
     empty_waste: bool = False
     undo: UndoPolicy = UndoPolicy.PENALTY
@@ -151,9 +163,9 @@ class RoomOptions:
     difficulty: DifficultyName = "any"
     practice_seed: Seed | None = None
     #: A solo attempt at today's daily deal (docs/protocol.md, "The daily deal").
-    daily: bool = False
+    daily: Annotated[bool, Since(2)] = False
     #: Stored runs to race, replayed at their recorded times ("Ghost races").
-    ghosts: Annotated[tuple[GhostRef, ...], Items(MAX_GHOSTS)] = ()
+    ghosts: Annotated[tuple[GhostRef, ...], Items(MAX_GHOSTS), Since(2)] = ()
 
     @property
     def rules(self) -> Rules:
@@ -175,9 +187,9 @@ class Member:
     bot: bool
     ready: bool
     connected: bool
-    guest: bool = True
+    guest: Annotated[bool, Since(2)] = True
     #: A stored run replayed by the server, not a person (see "Ghost races").
-    ghost: bool = False
+    ghost: Annotated[bool, Since(2)] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +209,7 @@ class BoardView:
 
     board: Annotated[tuple[BoardEntry, ...], Items(28, exact=True)]
     #: ``"??"`` only in a ``spectator_board`` (a card some racer still racing has not seen).
-    waste_top: BoardEntry
+    waste_top: Annotated[BoardEntry, Since(2, 'may be ``"??"``', older=_hidden_as_none)]
     stock_left: StockLeft
     moves: Count
     draws: Count
@@ -261,7 +273,7 @@ class Standing:
     undos: Count
     penalty_ms: Millis
     #: A stored run replayed by the server, not a person (see "Ghost races").
-    ghost: bool = False
+    ghost: Annotated[bool, Since(2)] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +306,8 @@ class Hello:
     token: Token | None = None
     bot: bool = False
     client: Annotated[str, Text(0, 40)] = ""
-    key: Key | None = None
-    spectator_update: bool = False
+    key: Annotated[Key | None, Since(2)] = None
+    spectator_update: Annotated[bool, Since(2)] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,13 +512,26 @@ class RaceOver:
     deal: DealCodes | None
     solution: Annotated[tuple[SolutionStep, ...], Items(64)] | None
     par: Annotated[int, Int(0, 24)] | None
-    saved: bool = True
+    saved: Annotated[bool, Since(2)] = True
     #: The day of a daily attempt: its deal is revealed once that UTC day is over.
-    daily: DayText | None = None
+    daily: Annotated[DayText | None, Since(2)] = None
 
     @property
     def rules(self) -> Rules:
         return Rules(wrap=self.wrap, empty_waste=self.empty_waste)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedLater(RaceOver):
+    """``race_over`` once more, with ``saved: true``: a result first announced with
+    ``saved: false`` is stored now.  Not sent to version 1 (a catch-up holding it is)."""
+
+    SINCE: ClassVar[Since] = Since(2)
+
+    @classmethod
+    def of(cls, over: RaceOver) -> SavedLater:
+        """The note for ``over``'s race."""
+        return cls(**{**{f.name: getattr(over, f.name) for f in fields(over)}, "saved": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,6 +548,8 @@ class SpectatorUpdate:
     the ``progress`` sent then, if any, and the boards sent with it."""
 
     TAG: ClassVar[str] = "spectator_update"
+    #: Asked for with ``hello.spectator_update``, which version 1 does not have.
+    SINCE: ClassVar[Since] = Since(2)
     progress: Progress | None
     boards: Annotated[tuple[SpectatorBoard, ...], Items(MAX_PLAYERS)]
 
@@ -591,6 +618,8 @@ class Moved:
     """What ``ref`` asked for lives on another node: connect to ``url`` and ask there."""
 
     TAG: ClassVar[str] = "moved"
+    #: A version-1 connection gets error 134 ``ROOM_ELSEWHERE`` naming ``url`` instead.
+    SINCE: ClassVar[Since] = Since(2)
     url: Annotated[str, Text(1, 200)]
     ref: Annotated[str, Text(1, 32)]
     code: RoomCode | None = None
@@ -609,6 +638,7 @@ CLIENT_MESSAGES: Final[dict[str, type[ClientMessage]]] = {
         Rematch, Ping, ListRooms, Sync,
     )
 }
+SERVER_VARIANTS: Final[tuple[type[ServerMessage], ...]] = (SavedLater,)  # tags shared
 SERVER_MESSAGES: Final[dict[str, type[ServerMessage]]] = {
     cls.TAG: cls
     for cls in (

@@ -11,6 +11,12 @@ validates a decoded map (raising :class:`ProtocolError` with the precise
 
 Fields with a default may be left out of a frame; every other field is
 required, and unknown fields are refused.
+
+A field annotated :class:`Since` is new in a later protocol version: the
+node compiled for an older version (``compile_struct(cls, version)``) leaves
+it out of the maps it encodes, or gives it the older form of its value.
+Decoding always reads the latest version (a client field a newer version
+added is an addition an older client simply does not send).
 """
 
 from __future__ import annotations
@@ -64,6 +70,27 @@ class Items:
 
     max_len: int
     exact: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Since:
+    """A field (or, as a class's ``SINCE``, a message) new in protocol ``version``.
+
+    Frames of older versions leave the field out; with ``older`` they keep it
+    and carry ``older(value)``, a value the older version can express (the field
+    itself is older, only a value or range of it is new).  ``note`` says in the
+    docs what is new when it is not the field itself.
+    """
+
+    version: int
+    note: str = ""
+    older: Callable[[Any], Any] | None = None
+
+
+def since(cls: type[Any]) -> int:
+    """The protocol version message class ``cls`` is new in (1: it always was)."""
+    marker = getattr(cls, "SINCE", None)
+    return marker.version if isinstance(marker, Since) else 1
 
 
 _MISSING: Final = dataclasses.MISSING
@@ -226,6 +253,24 @@ class OptionalNode(Node):
         return f"{self.inner.describe()} or null"
 
 
+class OlderNode(Node):
+    """A field of an older version: ``older`` turns a value into one that version has."""
+
+    plain = False
+
+    def __init__(self, inner: Node, older: Callable[[Any], Any]) -> None:
+        self.inner, self.older = inner, older
+
+    def decode(self, value: object, path: str) -> object:
+        return self.inner.decode(value, path)
+
+    def encode(self, value: Any) -> object:
+        return self.inner.encode(self.older(value))
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
 class UnionNode(Node):
     """A union of an integer type and a string type, told apart by the wire type."""
 
@@ -280,6 +325,8 @@ class FieldSpec:
     node: Node
     required: bool
     default: object
+    #: The version that added this field (or a value of it), if it is not in version 1.
+    since: Since | None = None
 
 
 Check = Callable[[Any], None]
@@ -340,42 +387,58 @@ class StructNode(Node):
         return self.cls.__name__
 
 
-_STRUCTS: dict[type[Any], StructNode] = {}
+_STRUCTS: dict[tuple[type[Any], int | None], StructNode] = {}
 _CHECKS: dict[type[Any], Check] = {}
 
 
 def register_check(cls: type[Any], check: Check) -> None:
     """Add a cross-field rule to ``cls``; it raises ``ProtocolError`` when broken."""
     _CHECKS[cls] = check
-    _STRUCTS.pop(cls, None)
+    for key in [key for key in _STRUCTS if key[0] is cls]:
+        del _STRUCTS[key]
 
 
-def compile_struct(cls: type[Any]) -> StructNode:
-    """The (cached) :class:`StructNode` for dataclass ``cls``."""
-    node = _STRUCTS.get(cls)
+def compile_struct(cls: type[Any], version: int | None = None) -> StructNode:
+    """The (cached) :class:`StructNode` for dataclass ``cls``: of the latest version (the
+    one that decodes), or as protocol ``version`` encodes it (:class:`Since`)."""
+    node = _STRUCTS.get((cls, version))
     if node is None:
         hints = typing.get_type_hints(cls, include_extras=True)
-        fields = [
-            FieldSpec(
-                f.name,
-                _compile(hints[f.name], f"{cls.__name__}.{f.name}"),
-                f.default is _MISSING and f.default_factory is _MISSING,
-                f.default,
-            )
-            for f in dataclasses.fields(cls)
-        ]
+        fields = []
+        for f in dataclasses.fields(cls):
+            hint, new = _split_since(hints[f.name])
+            where = f"{cls.__name__}.{f.name}"
+            inner = _compile(hint, where, version)
+            if new is not None and version is not None and version < new.version:
+                if new.older is None:
+                    continue  # the field is newer than this version: left out
+                inner = OlderNode(inner, new.older)
+            required = f.default is _MISSING and f.default_factory is _MISSING
+            fields.append(FieldSpec(f.name, inner, required, f.default, new))
         node = StructNode(cls, fields, _CHECKS.get(cls))
-        _STRUCTS[cls] = node
+        _STRUCTS[cls, version] = node
     return node
 
 
-def _compile(hint: Any, where: str) -> Node:
+def _split_since(hint: Any) -> tuple[Any, Since | None]:
+    """A field's type without its :class:`Since` marker, and the marker (if any)."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return hint, None
+    base, *extras = typing.get_args(hint)
+    marks = [e for e in extras if isinstance(e, Since)]
+    if not marks:
+        return hint, None
+    rest = tuple(e for e in extras if not isinstance(e, Since))
+    return (typing.Annotated[(base, *rest)] if rest else base), marks[0]
+
+
+def _compile(hint: Any, where: str, version: int | None) -> Node:
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
         base, *extras = typing.get_args(hint)
-        return _compile_annotated(base, extras, where)
+        return _compile_annotated(base, extras, where, version)
     if origin in (types.UnionType, typing.Union):
-        return _compile_union(typing.get_args(hint), where)
+        return _compile_union(typing.get_args(hint), where, version)
     if origin is typing.Literal:
         values = typing.get_args(hint)
         return ChoiceNode({str(v): v for v in values}, None)
@@ -386,11 +449,13 @@ def _compile(hint: Any, where: str) -> Node:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return ChoiceNode({str(m.value): m for m in hint}, hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return compile_struct(hint)
+        return compile_struct(hint, version)
     raise TypeError(f"{where}: no wire form for {hint!r}; annotate it with a constraint")
 
 
-def _compile_annotated(base: Any, extras: Iterable[object], where: str) -> Node:
+def _compile_annotated(
+    base: Any, extras: Iterable[object], where: str, version: int | None
+) -> Node:
     for extra in extras:
         if isinstance(extra, Int) and base is int:
             return IntNode(extra)
@@ -402,16 +467,16 @@ def _compile_annotated(base: Any, extras: Iterable[object], where: str) -> Node:
             return PatternNode(extra)
         if isinstance(extra, Items) and typing.get_origin(base) is tuple:
             item_hint = typing.get_args(base)[0]
-            return ListNode(_compile(item_hint, where), extra)
+            return ListNode(_compile(item_hint, where, version), extra)
     raise TypeError(f"{where}: unsupported annotation {base!r} {list(extras)!r}")
 
 
-def _compile_union(args: tuple[Any, ...], where: str) -> Node:
+def _compile_union(args: tuple[Any, ...], where: str, version: int | None) -> Node:
     members = [a for a in args if a is not type(None)]
     if len(members) == 1:
-        inner = _compile(members[0], where)
+        inner = _compile(members[0], where, version)
         return OptionalNode(inner) if len(members) < len(args) else inner
-    nodes = [_compile(m, where) for m in members]
+    nodes = [_compile(m, where, version) for m in members]
     int_nodes = [n for n in nodes if isinstance(n, IntNode | IntEnumNode)]
     str_nodes = [n for n in nodes if isinstance(n, ChoiceNode | TextNode | PatternNode)]
     if len(int_nodes) != 1 or len(str_nodes) != 1 or len(nodes) != 2:

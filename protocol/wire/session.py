@@ -132,6 +132,8 @@ class ClientSession:
         self.spectator_update = spectator_update
         #: The reconnect token: sent in ``hello``, replaced by each ``welcome``.
         self.token = token
+        #: The connection's dialect: the encoding and the protocol version its hello names
+        #: (a client that offered several subprotocols sets the one the server chose).
         self.encoding = encoding
         self.state = SessionState.NEW
         self.welcome: m.Welcome | None = None
@@ -154,7 +156,7 @@ class ClientSession:
         self._guard("hello", (SessionState.NEW, SessionState.DISCONNECTED))
         self.state = SessionState.HELLO_SENT
         hello = m.Hello(
-            name=self.name, version=m.PROTOCOL_VERSION, token=self.token, bot=self.bot,
+            name=self.name, version=self.encoding.version, token=self.token, bot=self.bot,
             client=self.client, key=self.key, spectator_update=self.spectator_update,
         )
         return codec.encode(hello, self.encoding)

@@ -209,6 +209,10 @@ class Router:
     def _moved(self, conn: Connection, found: Located, ref: str) -> None:
         assert found.url is not None
         logs.event("moved", conn=conn.conn_id, room=found.code, node=found.node, ref=ref)
+        if conn.encoding.version < 2:  # version 1 has no moved: the address in words
+            message = f"room {found.code} is on another node: connect to {found.url}"
+            self.shell.error(conn, ErrorCode.ROOM_ELSEWHERE, message, ref=ref)
+            return
         self.shell.reply(conn, m.Moved(found.url, ref, found.code))
 
     def _unavailable(self, conn: Connection, ref: str, what: str) -> None:

@@ -163,7 +163,7 @@ class Lobby(Generic[C]):
         self.by_conn[conn] = session
         who = session.identity
         welcome = m.Welcome(
-            who.player_id, who.name, session.token, resumed, m.PROTOCOL_VERSION, SERVER_VERSION
+            who.player_id, who.name, session.token, resumed, hello.version, SERVER_VERSION
         )
         outputs.append(Reply(welcome))
         room = self.rooms.get(session.room) if session.room else None

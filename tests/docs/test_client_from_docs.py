@@ -5,7 +5,8 @@ JSON objects and msgpack maps (no ``protocol.wire.messages``), the documented
 commitment text and SHA-256, and the shuffle re-implemented from the
 "Verifying a deal" section (not ``protocol.deals.shuffle``).  The host races with
 the practice seed of the document's worked example and plays its winning
-line; the second player joins over msgpack with no subprotocol offered.
+line on version 2 (``tripeaks.v2.json``); the second player joins over msgpack with
+no subprotocol offered, which is version 1.
 """
 
 from __future__ import annotations
@@ -104,20 +105,20 @@ async def test_a_client_following_the_document_hosts_races_wins_and_verifies(tmp
     seed, line = docgen.EXAMPLE_SEED, docgen.EXAMPLE_SOLUTION
     async with (
         running_server(tmp_path) as server,
-        websockets.connect(server.ws_url, subprotocols=[Subprotocol("tripeaks.v1.json")]) as ann_ws,
+        websockets.connect(server.ws_url, subprotocols=[Subprotocol("tripeaks.v2.json")]) as ann_ws,
         websockets.connect(server.ws_url) as bob_ws,
     ):
-        assert ann_ws.subprotocol == "tripeaks.v1.json"
+        assert ann_ws.subprotocol == "tripeaks.v2.json"
         ann, bob = DocClient(ann_ws, json_frames=True), DocClient(bob_ws, json_frames=False)
 
         # Host: hello, then a practice room dealt from the worked example's seed.
-        await ann.send({"t": "hello", "name": "Ann", "version": 1})
+        await ann.send({"t": "hello", "name": "Ann", "version": 2})
         ann_id = (await ann.until("welcome"))["player_id"]
         options = {"name": "Doc race", "practice_seed": seed, "countdown_s": 0, "undo": "off"}
         await ann.send({"t": "create_room", "options": options})
         code = (await ann.until("room_state"))["code"]
 
-        # Join over msgpack (the default subprotocol), get ready.
+        # Join over msgpack of version 1 (what no subprotocol offered means), get ready.
         await bob.send({"t": "hello", "name": "Bob", "version": 1, "bot": True})
         bob_id = (await bob.until("welcome"))["player_id"]
         await bob.send({"t": "join", "code": code})

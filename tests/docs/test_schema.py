@@ -22,6 +22,7 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ProtocolError
 from protocol.wire.json_schema import protocol_schema, schema_text
+from protocol.wire.schema import since
 from tests.server.test_race import SEED, dealt, play_line
 from tests.serverutil import TestClient, connect, running_server
 from tools import docgen
@@ -110,65 +111,92 @@ async def tapped(
     ws_url: str, name: str, encoding: str, log: Log, token: str | None = None,
     *, spectator_update: bool = False,
 ) -> TestClient:
-    """A connected client that said hello, with every frame it sends or reads logged."""
+    """A connected client that said hello, with every frame it sends or reads logged;
+    ``encoding`` names the dialect (``"json.v1"``: JSON of version 1)."""
     client = await connect(ws_url, name, encoding=encoding, hello=False)
     client.ws = Tap(client.ws, client.encoding, log)  # type: ignore[assignment]
     hello = m.Hello(
-        name=name, version=m.PROTOCOL_VERSION, token=token, spectator_update=spectator_update
+        name=name, version=client.encoding.version, token=token,
+        spectator_update=spectator_update,
     )
     client.welcome = await client.request(hello, m.Welcome)
+    assert client.welcome.protocol_version == client.encoding.version
     return client
 
 
-async def race_with_every_message(ws_url: str, log: Log) -> None:
-    """Host, player and spectator go through a race that sends every message type."""
-    ann = await tapped(ws_url, "ann", "json", log)
+def dialects(version: int) -> tuple[str, str]:
+    """The JSON and the msgpack dialect of protocol ``version``."""
+    suffix = "" if version == m.PROTOCOL_VERSION else f".v{version}"
+    return f"json{suffix}", f"msgpack{suffix}"
+
+
+async def race_with_every_message(
+    ws_url: str, log: Log, version: int = m.PROTOCOL_VERSION
+) -> m.SpectatorBoard:
+    """Host, player and spectator go through a race that sends every message type, all
+    on protocol ``version``; another public room shows open boards.  Returns the
+    spectator's board of the host's draw (its waste top not seen by the other racer)."""
+    text, binary = dialects(version)
+    ann = await tapped(ws_url, "ann", text, log)
     await ann.request(m.Ping(1234), m.Pong)
     options = m.RoomOptions(public=True, practice_seed=SEED, undo=m.UndoPolicy.FREE, countdown_s=1)
     state = await ann.request(m.CreateRoom(options), m.RoomState)
     await ann.request(m.UpdateOptions(replace(options, name="Schema race")), m.RoomState)
-    bob = await tapped(ws_url, "bob", "msgpack", log)
-    assert (await bob.request(m.ListRooms(), m.RoomList)).rooms
+    cy = await tapped(ws_url, "cy", binary, log)
+    shown = m.RoomOptions(public=True, open_boards=True, spectator_delay_s=30)
+    await cy.request(m.CreateRoom(shown), m.RoomState)
+    bob = await tapped(ws_url, "bob", binary, log)
+    assert len((await bob.request(m.ListRooms(), m.RoomList)).rooms) == 2
     await bob.request(m.Join(state.code), m.RoomState)
     await bob.request(m.Start(), m.Error)  # only the host starts
     await bob.send(m.Ready(True))
-    eve = await tapped(ws_url, "eve", "json", log)
+    eve = await tapped(ws_url, "eve", text, log)
     await eve.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
-    # A second spectator takes a flush's progress and boards in one spectator_update.
-    fay = await tapped(ws_url, "fay", "msgpack", log, spectator_update=True)
-    await fay.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
+    # A second spectator takes a flush's progress and boards in one spectator_update
+    # (version 2: version 1 cannot ask for it).
+    fay = await tapped(ws_url, "fay", binary, log, spectator_update=True) if version > 1 else None
+    if fay is not None:
+        await fay.request(m.Join(state.code, m.Role.SPECTATOR), m.RoomState)
     while not all(mb.ready for mb in state.members if mb.player_id != ann.player_id):
         state = await ann.expect(m.RoomState)
     await ann.send(m.Start())
     await ann.expect(m.Countdown)
     for client in (ann, bob, eve):
         await client.expect(m.RaceStart)
-    await race(ann, bob)
+    board = await race(ann, bob, eve)
     for client in (ann, bob, eve):
         await client.expect(m.RaceOver)
     await eve.expect(m.SpectatorBoard)
     await eve.expect(m.Progress)
-    await fay.expect(m.SpectatorUpdate)
+    if fay is not None:
+        await fay.expect(m.SpectatorUpdate)
     await bob.expect(m.Finish)
     await ann.request(m.Rematch(), m.RoomState)
     await ann.send(m.Kick(bob.player_id))
     await bob.expect(m.Left)
     await eve.request(m.Leave(), m.Left)
     assert ann.welcome is not None
-    await tapped(ws_url, "ann", "msgpack", log, token=ann.welcome.token)
+    await tapped(ws_url, "ann", binary, log, token=ann.welcome.token)
     await ann.expect(m.Closing)  # the new connection replaced this one
+    await cy.close()
+    return board
 
 
-async def race(ann: TestClient, bob: TestClient) -> None:
-    """A refused play, a draw taken back, then ann wins while bob resigns."""
+async def race(ann: TestClient, bob: TestClient, eve: TestClient) -> m.SpectatorBoard:
+    """A refused play, a draw taken back, then ann wins while bob resigns; the board
+    the spectator ``eve`` is shown of ann's draw."""
     refused = await ann.request(m.MoveRequest(1, m.MoveAction.PLAY, 0), m.MoveResult)
     assert not refused.accepted and refused.reason is not None
     await ann.request(m.MoveRequest(2, m.MoveAction.DRAW), m.MoveResult)
+    board = await eve.expect(m.SpectatorBoard)
+    while board.player_id != ann.player_id or board.view.draws != 1:
+        board = await eve.expect(m.SpectatorBoard)
     undo = await ann.request(m.MoveRequest(3, m.MoveAction.UNDO), m.MoveResult)
     assert undo.accepted and undo.undone is m.MoveAction.DRAW
     await bob.request(m.Sync(), m.Resync)
     await play_line(ann, dealt().solution, 4)
     await bob.send(m.Resign())
+    return board
 
 
 async def test_every_frame_of_a_recorded_race_fits_the_schema(
@@ -176,19 +204,30 @@ async def test_every_frame_of_a_recorded_race_fits_the_schema(
 ) -> None:
     log: Log = []
     async with running_server(tmp_path) as server:
-        await race_with_every_message(server.ws_url, log)
+        board = await race_with_every_message(server.ws_url, log)
+    assert board.view.waste_top == "??"  # bob has not drawn that card
     sides = {"client": direction(validator, "ClientMessage"),
              "server": direction(validator, "ServerMessage")}
+    assert_every_frame_fits(log, sides)
+    assert {encoding for _, encoding, _ in log} == {codec.Encoding.JSON, codec.Encoding.MSGPACK}
+
+
+def assert_every_frame_fits(log: Log, sides: dict[str, Any]) -> None:
+    """Every logged frame validates against its direction's validator in ``sides``, and the
+    frames hold every message type both ways."""
     seen: dict[str, set[str]] = {"client": set(), "server": set()}
     for side, encoding, frame in log:
         wire = codec.parse_frame(frame, encoding, codec.MAX_SERVER_FRAME)
-        errors = [e.message for e in sides[side].iter_errors(wire)]
-        assert errors == [], (side, wire)
+        if side in sides:
+            errors = [e.message for e in sides[side].iter_errors(wire)]
+            assert errors == [], (side, errors, wire)
         seen[side].add(wire["t"])
-    # moved comes in cluster mode only (tests/cluster/test_routing.py checks it).
-    server = set(m.SERVER_MESSAGES) - {m.Moved.TAG}
+    # moved comes in cluster mode only (tests/cluster/test_routing.py checks it); a
+    # version-1 race sees no message new in version 2.
+    version = min(codec.dialect(encoding).version for _, encoding, _ in log)
+    server = {tag for tag, cls in m.SERVER_MESSAGES.items() if since(cls) <= version}
+    server -= {m.Moved.TAG}
     assert seen == {"client": set(m.CLIENT_MESSAGES), "server": server}
-    assert {encoding for _, encoding, _ in log} == set(codec.Encoding)
 
 
 # ---- what the codec refuses, the schema refuses ----------------------------------
@@ -221,8 +260,8 @@ REFUSED: dict[str, dict[str, object]] = {
     "an int out of range": _move(position=256),
     "a bool for an int": _move(seq=True),
     "an unknown action": _move(action="jump"),
-    "a name too long": {"t": "hello", "name": "x" * 25, "version": 1},
-    "a name with a control character": {"t": "hello", "name": "a\u0007b", "version": 1},
+    "a name too long": {"t": "hello", "name": "x" * 25, "version": 2},
+    "a name with a control character": {"t": "hello", "name": "a\u0007b", "version": 2},
     "an unknown tag": {"t": "teleport"},
     "a play without a position": {"t": "move", "seq": 1, "action": "play"},
     "a draw with a position": _move(action="draw"),

@@ -1,12 +1,13 @@
-"""tests/data/race_transcript.json is what a real server sends today, in both encodings.
+"""tests/data/race_transcript.json (and _v1.json) is what a real server sends today, in both
+encodings, on protocol version 2 (and 1).
 
 The race of :mod:`tests.docs.transcript` is recorded again on a real server
 and compared, connection by connection and frame by frame, with the committed
 file after ids, tokens, clock readings and the software version are replaced
 by placeholders; any other difference fails, naming the command that
 regenerates the file.  The committed frames are also checked on their own:
-each decodes strictly, fits the JSON Schema, and both encodings carry the same
-maps.
+each decodes strictly, fits the JSON Schema of its version (version 1's is the
+frozen docs/protocol-v1.schema.json), and both encodings carry the same maps.
 """
 
 from __future__ import annotations
@@ -25,9 +26,21 @@ from tests.docs import transcript
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def committed() -> dict[str, Any]:
-    return json.loads(transcript.PATH.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+VERSIONS = sorted(transcript.PATHS)
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"v{v}")
+def committed(request: pytest.FixtureRequest) -> dict[str, Any]:
+    path = transcript.PATHS[request.param]
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def schema_of(version: int) -> dict[str, Any]:
+    """The JSON Schema of protocol ``version``: generated for the latest, frozen for 1."""
+    if version == m.PROTOCOL_VERSION:
+        return protocol_schema()
+    frozen = ROOT / "docs" / f"protocol-v{version}.schema.json"
+    return json.loads(frozen.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
 def first_difference(want: list[Any], got: list[Any]) -> str:
@@ -40,8 +53,9 @@ def first_difference(want: list[Any], got: list[Any]) -> str:
 async def test_a_real_server_still_sends_the_committed_transcript(
     committed: dict[str, Any],
 ) -> None:
-    fresh = await transcript.record()
+    fresh = await transcript.record(committed["protocol_version"])
     assert fresh["server_settings"] == committed["server_settings"]
+    assert fresh["subprotocols"] == committed["subprotocols"]
     for encoding in ("msgpack", "json"):
         want = transcript.normalised(committed, encoding)
         got = transcript.normalised(fresh, encoding)
@@ -64,12 +78,16 @@ def test_every_committed_frame_decodes_strictly_and_fits_the_schema(
     committed: dict[str, Any],
 ) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    schema = protocol_schema()
+    version = committed["protocol_version"]
+    schema = schema_of(version)
+    assert schema["title"].endswith(f"version {version}")
     seen: set[str] = set()
-    for encoding, transcripts in committed["transcripts"].items():
+    suffix = "" if version == m.PROTOCOL_VERSION else f".v{version}"
+    for name, transcripts in committed["transcripts"].items():
+        encoding = codec.dialect(name + suffix)  # type: ignore[arg-type]
         for entries in transcripts.values():
             for entry in entries:
-                raw = entry[encoding] if encoding == "json" else bytes.fromhex(entry[encoding])
+                raw = entry[name] if name == "json" else bytes.fromhex(entry[name])
                 side = "ServerMessage" if entry["from"] == "server" else "ClientMessage"
                 if side == "ServerMessage":
                     message: Any = codec.decode_server(raw, encoding)
@@ -94,5 +112,6 @@ def test_the_recorded_race_keeps_the_progress_bound(committed: dict[str, Any]) -
 
 def test_protocol_md_says_where_the_transcript_is_and_how_to_regenerate_it() -> None:
     doc = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
-    assert "tests/data/race_transcript.json" in doc
+    for path in transcript.PATHS.values():
+        assert f"tests/data/{path.name}" in doc
     assert f"`{transcript.COMMAND}`" in doc

@@ -1,7 +1,9 @@
 """Record a short race on a real server, every frame both ways, in both encodings.
 
-``tests/data/race_transcript.json`` is what this records; a client author can
-replay it offline (docs/protocol.md, "A recorded race").  Regenerate it with::
+``tests/data/race_transcript.json`` (protocol version 2) and
+``tests/data/race_transcript_v1.json`` (the same race on version 1) are what
+this records; a client author can replay them offline (docs/protocol.md, "A
+recorded race").  Regenerate them with::
 
     python -m tests.docs.transcript
 
@@ -26,7 +28,10 @@ from protocol.wire import messages as m
 from tests.server.test_race import SEED, dealt
 from tests.serverutil import TestClient, connect, move_request, running_server
 
-PATH = Path(__file__).resolve().parents[1] / "data" / "race_transcript.json"
+DATA = Path(__file__).resolve().parents[1] / "data"
+#: The transcript file of each protocol version.
+PATHS = {m.PROTOCOL_VERSION: DATA / "race_transcript.json", 1: DATA / "race_transcript_v1.json"}
+PATH = PATHS[m.PROTOCOL_VERSION]
 COMMAND = "python -m tests.docs.transcript"
 #: One progress interval (100 s) outlasts the race: exactly one ``progress`` shows.
 SETTINGS: dict[str, Any] = {"progress_hz": 0.01}
@@ -64,7 +69,8 @@ class Tap:
 async def tapped(ws_url: str, who: str, encoding: str, log: Log) -> TestClient:
     client = await connect(ws_url, who, encoding=encoding, hello=False)
     client.ws = Tap(client.ws, who, log)  # type: ignore[assignment]
-    client.welcome = await client.request(m.Hello(name=who, version=1), m.Welcome)
+    hello = m.Hello(name=who, version=client.encoding.version)
+    client.welcome = await client.request(hello, m.Welcome)
     return client
 
 
@@ -133,16 +139,21 @@ def as_entries(log: Log) -> dict[str, list[dict[str, str]]]:
     return out
 
 
-async def record() -> dict[str, Any]:
-    """The whole transcript document: the race once per encoding, each on a fresh server."""
+async def record(version: int = m.PROTOCOL_VERSION) -> dict[str, Any]:
+    """The whole transcript document of protocol ``version``: the race once per encoding,
+    each on a fresh server."""
     transcripts = {}
+    suffix = "" if version == m.PROTOCOL_VERSION else f".v{version}"
     for encoding in ("msgpack", "json"):
         with tempfile.TemporaryDirectory() as tmp:
             async with running_server(tmp, **SETTINGS) as server:
-                transcripts[encoding] = as_entries(await short_race(server.ws_url, encoding))
+                race = await short_race(server.ws_url, encoding + suffix)
+                transcripts[encoding] = as_entries(race)
     return {
         "about": "Every frame of a short race, both ways, as each connection saw it, "
         "recorded from a real server; see docs/protocol.md, 'A recorded race'.",
+        "protocol_version": version,
+        "subprotocols": [f"tripeaks.v{version}.msgpack", f"tripeaks.v{version}.json"],
         "regenerate": COMMAND,
         "server_settings": SETTINGS,
         "varies": {
@@ -186,9 +197,10 @@ def normalised(doc: dict[str, Any], encoding: str) -> dict[str, list[Any]]:
 
 
 def main() -> None:
-    doc = asyncio.run(record())
-    PATH.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {PATH}", file=sys.stderr)
+    for version, path in PATHS.items():
+        doc = asyncio.run(record(version))
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

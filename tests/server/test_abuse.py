@@ -162,8 +162,8 @@ async def test_messages_before_hello_are_refused(tmp_path: Path) -> None:
         ann = await connect(server.ws_url, "ann", hello=False)
         error = await ann.request(m.CreateRoom(), m.Error)
         assert error.code == ErrorCode.HELLO_REQUIRED
-        welcome = await ann.request(m.Hello(name="ann", version=1), m.Welcome)
-        error = await ann.request(m.Hello(name="ann", version=1), m.Error)
+        welcome = await ann.request(m.Hello(name="ann", version=m.PROTOCOL_VERSION), m.Welcome)
+        error = await ann.request(m.Hello(name="ann", version=m.PROTOCOL_VERSION), m.Error)
         assert welcome.player_id and error.code == ErrorCode.ALREADY_HELLO
 
 
@@ -197,7 +197,7 @@ async def test_a_dead_socket_that_stops_answering_pings_is_dropped(tmp_path: Pat
         ws = await http.ws_connect(
             server.ws_url, protocols=[codec.SUBPROTOCOL_JSON], autoping=False
         )
-        await ws.send_str(codec.encode_json(m.Hello(name="zed", version=1)))
+        await ws.send_str(codec.encode_json(m.Hello(name="zed", version=m.PROTOCOL_VERSION)))
         for _ in range(50):
             if not server.hub.connections:
                 break
@@ -223,12 +223,12 @@ async def test_the_server_answers_a_clients_ping_with_a_pong(tmp_path: Path) -> 
         await ann.close()
 
 
-async def test_no_subprotocol_offer_means_msgpack(tmp_path: Path) -> None:
+async def test_no_subprotocol_offer_means_msgpack_of_version_1(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
         ws = await websockets.connect(server.ws_url)
         await ws.send(codec.encode_msgpack(m.Hello(name="ann", version=1)))
         welcome = codec.decode_server(await asyncio.wait_for(ws.recv(), 5), "msgpack")
-        assert isinstance(welcome, m.Welcome)
+        assert isinstance(welcome, m.Welcome) and welcome.protocol_version == 1
         await ws.close()
 
 
@@ -239,7 +239,7 @@ async def test_garbage_from_one_client_never_disturbs_a_race_in_another_room(
     valid = [
         codec.encode_msgpack(message)
         for message in (
-            m.Hello(name="x", version=1),
+            m.Hello(name="x", version=m.PROTOCOL_VERSION),
             m.CreateRoom(),
             m.Join("ZZZZZZ"),
             m.MoveRequest(1, m.MoveAction.PLAY, 3),

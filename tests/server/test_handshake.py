@@ -27,7 +27,7 @@ async def test_a_client_offering_only_unknown_subprotocols_sees_http_400_naming_
     tmp_path: Path,
 ) -> None:
     async with running_server(tmp_path) as server:
-        offer = [Subprotocol("chat"), Subprotocol("tripeaks.v2.json")]
+        offer = [Subprotocol("chat"), Subprotocol("tripeaks.v3.json")]
         with pytest.raises(InvalidStatus) as refused:
             await websockets.connect(server.ws_url, subprotocols=offer)
         response = refused.value.response
@@ -51,7 +51,7 @@ async def test_an_unknown_subprotocol_before_a_known_one_still_connects(tmp_path
         offer = [Subprotocol("chat"), Subprotocol(codec.SUBPROTOCOL_JSON)]
         async with websockets.connect(server.ws_url, subprotocols=offer) as ws:
             assert ws.subprotocol == codec.SUBPROTOCOL_JSON
-            await ws.send(codec.encode_json(m.Hello(name="ann", version=1)))
+            await ws.send(codec.encode_json(m.Hello(name="ann", version=m.PROTOCOL_VERSION)))
             welcome = codec.decode_server(await asyncio.wait_for(ws.recv(), 5), "json")
             assert isinstance(welcome, m.Welcome)
 

@@ -3,7 +3,7 @@
 // carries the reconnect token; and the one-shot socket the front page uses
 // to open a room before it sends the host to /play/CODE.
 
-import { CLOSE_TEXT, Connection, socketUrl } from "./ws.js";
+import { CLOSE_TEXT, Connection, SUBPROTOCOL, socketUrl } from "./ws.js";
 import { optionsRefusal } from "./options.js";
 import { PlaySession, State } from "./playsession.js";
 import { saveToken } from "./seats.js";
@@ -55,7 +55,7 @@ export function createRoom(name, options, url = socketUrl()) {
     const session = new PlaySession(name);
     let socket;
     try {
-      socket = new WebSocket(url, ["tripeaks.v1.json"]);
+      socket = new WebSocket(url, [SUBPROTOCOL]);
     } catch (error) {
       reject(new Error(`cannot open a connection: ${error.message}`));
       return;

@@ -5,8 +5,9 @@
 // sends the connection to the node that holds the room: the page's onOpen
 // then says again what it wanted (its join) there.
 
-export const SUBPROTOCOL = "tripeaks.v1.json";
-export const PROTOCOL_VERSION = 1;
+// Version 2, the server's latest; the pages come from the server they talk to.
+export const SUBPROTOCOL = "tripeaks.v2.json";
+export const PROTOCOL_VERSION = 2;
 const PING_EVERY_MS = 15000;
 export const RETRY_MS = [500, 1000, 2000, 4000, 8000];
 // "moved" answers followed in a row before giving up (a loop of nodes is a bug).

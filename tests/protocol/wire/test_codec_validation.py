@@ -15,7 +15,7 @@ from protocol.wire import messages as m
 from protocol.wire.errors import CLOSE_FOR_ERROR, CloseCode, ErrorCode, ProtocolError
 
 PING: dict[str, Any] = {"t": "ping", "client_time_ms": 5}
-HELLO: dict[str, Any] = {"t": "hello", "name": "Ann", "version": 1}
+HELLO: dict[str, Any] = {"t": "hello", "name": "Ann", "version": m.PROTOCOL_VERSION}
 
 
 def as_msgpack(value: object) -> bytes:
@@ -342,7 +342,7 @@ def test_a_name_with_unprintable_characters_is_refused(
 
 
 def test_a_lone_surrogate_escape_in_json_is_not_printable() -> None:
-    frame = '{"t":"hello","name":"A\\ud800","version":1}'
+    frame = '{"t":"hello","name":"A\\ud800","version":2}'
     assert code_of(frame, "json") is ErrorCode.STRING_NOT_PRINTABLE
 
 
@@ -417,7 +417,7 @@ def test_a_move_result_with_a_reason_must_be_a_rejection() -> None:
 
 
 @BOTH
-@pytest.mark.parametrize("version", [0, 2, 65535])
+@pytest.mark.parametrize("version", [0, 3, 65535])
 def test_an_unsupported_protocol_version_is_refused(
     encoding: str, to_frame: Encoder, version: int
 ) -> None:

@@ -27,23 +27,24 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 # ---- subprotocols ------------------------------------------------------------
-def test_a_client_that_offers_no_subprotocol_gets_msgpack() -> None:
-    assert codec.choose_subprotocol([]) == codec.SUBPROTOCOL_MSGPACK
-    assert codec.choose_subprotocol([""]) == codec.SUBPROTOCOL_MSGPACK
-    assert codec.encoding_for(None) is codec.Encoding.MSGPACK
+def test_a_client_that_offers_no_subprotocol_gets_msgpack_of_version_1() -> None:
+    assert codec.choose_subprotocol([]) == codec.SUBPROTOCOL_MSGPACK_V1
+    assert codec.choose_subprotocol([""]) == codec.SUBPROTOCOL_MSGPACK_V1
+    assert codec.encoding_for(None) is codec.Encoding.MSGPACK_V1
 
 
 def test_the_first_supported_subprotocol_in_the_clients_order_wins() -> None:
-    offered = ["chat.v2", " tripeaks.v1.json", "tripeaks.v1.msgpack"]
-    assert codec.choose_subprotocol(offered) == codec.SUBPROTOCOL_JSON
+    offered = ["chat.v2", " tripeaks.v1.json", "tripeaks.v2.msgpack"]
+    assert codec.choose_subprotocol(offered) == codec.SUBPROTOCOL_JSON_V1
+    assert codec.encoding_for(codec.SUBPROTOCOL_JSON_V1) is codec.Encoding.JSON_V1
     assert codec.encoding_for(codec.SUBPROTOCOL_JSON) is codec.Encoding.JSON
-    assert codec.choose_subprotocol(["tripeaks.v1.msgpack", "tripeaks.v1.json"]) == (
+    assert codec.choose_subprotocol(["tripeaks.v2.msgpack", "tripeaks.v1.msgpack"]) == (
         codec.SUBPROTOCOL_MSGPACK
     )
 
 
 def test_a_client_offering_only_unknown_subprotocols_gets_none() -> None:
-    assert codec.choose_subprotocol(["tripeaks.v2.msgpack", "graphql-ws"]) is None
+    assert codec.choose_subprotocol(["tripeaks.v3.msgpack", "graphql-ws"]) is None
 
 
 def test_encode_returns_bytes_for_msgpack_and_text_for_json() -> None:
