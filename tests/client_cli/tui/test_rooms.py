@@ -108,7 +108,8 @@ async def test_a_seat_held_by_a_running_client_is_not_taken_by_a_second_one(
                 await until(pilot, lambda: member_count(first) == 2)
                 names = [x.name for x in second.client.state.room.members]  # type: ignore[union-attr]
                 assert names == ["dora", "dora (2)"]
-                assert "dora (2)" in text_of(second, "#connection")
+                # The status line is redrawn after the room_state: wait for it.
+                await until(other, lambda: "dora (2)" in text_of(second, "#connection"))
 
 
 async def test_a_stopped_server_leaves_no_python_exception_and_the_race_goes_on_after_it(
