@@ -7,6 +7,7 @@
 
 import { BoardView, PEAK_CARDS } from "./board.js";
 import { el, formatMs } from "./dom.js";
+import { sortByStanding } from "./standing.js";
 
 const STATUS_TEXT = {
   racing: "racing",
@@ -152,19 +153,10 @@ export class PlayerPanel {
 }
 
 /**
- * The standing order of docs/rules.md ("Ranking in a race"), as the terminal
- * client lists opponents: finishers first by rank, then everyone else by cards
- * cleared, who reached that count first on the race clock, fewer moves. Once
- * the race is over (`final`), the standings' ranks. Ties keep join order.
+ * The panels in standing order (standing.js). Once the race is over (`final`),
+ * every panel with a rank is placed by it.
  */
 export function byStanding(panels, final = false) {
-  const key = (p) => (final && p.rank !== null ? [0, p.rank, 0, 0]
-    : p.finished && p.rank !== null ? [0, p.rank, 0, 0]
-      : [1, -p.cleared, p.clearedAtMs, p.moves]);
-  const keyed = panels.map((panel, index) => ({ panel, index, key: key(panel) }));
-  keyed.sort((a, b) => {
-    for (let i = 0; i < 4; i += 1) if (a.key[i] !== b.key[i]) return a.key[i] - b.key[i];
-    return a.index - b.index;
-  });
-  return keyed.map((entry) => entry.panel);
+  return sortByStanding(panels, (p) => ({ finished: final || p.finished, rank: p.rank,
+    cleared: p.cleared, reachedAtMs: p.clearedAtMs, moves: p.moves }));
 }

@@ -1,10 +1,10 @@
 // The race around the player's own board: the race clock and everyone's
-// standing, sorted the way the race ranks (docs/rules.md): finishers by
-// time, then by cards cleared, then by who reached that count first. The
+// standing, sorted the way the race ranks (standing.js, docs/rules.md). The
 // standing holds counts and times only, never a card.
 
 import { el, formatMs, setChildren } from "./dom.js";
 import { memberMark } from "./panel.js";
+import { sortByStanding } from "./standing.js";
 
 const STATUS_TEXT = { racing: "racing", finished: "finished", stuck: "stuck", resigned: "resigned",
   left: "left", timed_out: "out of time", waiting: "waiting" };
@@ -46,13 +46,8 @@ export class RaceClock {
   }
 }
 
-function byStanding(a, b) {
-  const aDone = a.status === "finished";
-  const bDone = b.status === "finished";
-  if (aDone !== bDone) return aDone ? -1 : 1;
-  if (aDone) return (a.rank ?? 99) - (b.rank ?? 99) || a.timeMs - b.timeMs;
-  return b.cleared - a.cleared || a.reachedAt - b.reachedAt || a.moves - b.moves || a.order - b.order;
-}
+const lineStanding = (line) => ({ finished: line.status === "finished", rank: line.rank,
+  cleared: line.cleared, reachedAtMs: line.reachedAt, moves: line.moves });
 
 export class LiveStandings {
   constructor(list) {
@@ -132,7 +127,7 @@ export class LiveStandings {
       const rank = new Map(this.final.map((s) => [s.player_id, s.rank]));
       return lines.filter((l) => rank.has(l.playerId)).sort((a, b) => rank.get(a.playerId) - rank.get(b.playerId));
     }
-    return lines.sort(byStanding);
+    return sortByStanding(lines.sort((a, b) => a.order - b.order), lineStanding);
   }
 
   /** "1 undo (+5 s)": a line's undos and, where undo costs time, what they added. */

@@ -381,3 +381,29 @@ async def test_the_standings_fit_a_phone_with_every_column(site: Site) -> None:
     )
     assert rows[0][1:] == [names[0], rows[0][2], "28", str(maxi.seq)]
     assert {row[2] for row in rows[1:]} == {"resigned"}
+
+
+async def test_the_shared_standing_order_ranks_finishers_then_cleared_then_time_then_moves(
+    site: Site,
+) -> None:
+    """standing.js, which the watch and play pages both sort by, on ties of every kind."""
+    page = await webutil.new_page(site.browser, webutil.DESKTOP)
+    await page.goto(f"{site.server.url}/")
+    ordered = await page.evaluate(
+        """async () => {
+          const { sortByStanding } = await import('/static/js/standing.js');
+          const items = [
+            { id: 'slow', finished: false, rank: null, cleared: 20, reachedAtMs: 9000, moves: 30 },
+            { id: 'second', finished: true, rank: 2, cleared: 28, reachedAtMs: 0, moves: 50 },
+            { id: 'fast', finished: false, rank: null, cleared: 20, reachedAtMs: 4000, moves: 40 },
+            { id: 'lean', finished: false, rank: null, cleared: 20, reachedAtMs: 4000, moves: 35 },
+            { id: 'first', finished: true, rank: 1, cleared: 28, reachedAtMs: 0, moves: 60 },
+            { id: 'tieA', finished: false, rank: null, cleared: 3, reachedAtMs: 100, moves: 5 },
+            { id: 'tieB', finished: false, rank: null, cleared: 3, reachedAtMs: 100, moves: 5 },
+            { id: 'most', finished: false, rank: null, cleared: 25, reachedAtMs: 20000, moves: 99 },
+          ];
+          return sortByStanding(items, (item) => item).map((item) => item.id);
+        }"""
+    )
+    await page.close()
+    assert ordered == ["first", "second", "most", "lean", "fast", "slow", "tieA", "tieB"]
