@@ -1,6 +1,8 @@
 // The room options (RoomOptions in docs/protocol.md) as form fields, read
 // back with the protocol's ranges, and in words for the lobby. Used by the
 // front page's "Create a room" and by the host's options on /play/CODE.
+// tests/server/web/test_options_js.py holds the defaults, ranges and choices
+// repeated here to protocol/wire/messages.py.
 
 import { el } from "./dom.js";
 
