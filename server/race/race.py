@@ -264,12 +264,13 @@ class Race:
                 name = "undo"
                 taken, hidden = game.take_back()
                 racer.penalty_ms += self.undo_penalty_ms
-                racer.cleared_at_ms = at
                 if taken == DRAW:
+                    # The count is unchanged: the player still reached it when they did.
                     undone, position, card = "draw", None, None
                     racer.log.ints.frombytes(_pack_entry(seq, at, _LOG_UNDO, -1, 1, -1, -1))
                 else:
                     assert isinstance(taken, int)
+                    racer.cleared_at_ms = at  # back to the lower count, reached now
                     undone, position, card = "play", taken, game.deal.peaks[taken]
                     if hidden:
                         turned = hidden[0]

@@ -46,6 +46,20 @@ def test_an_accepted_undo_sets_a_non_finishers_time_too() -> None:
     assert (standing.cleared, standing.time_ms) == (1, 9_500)
 
 
+def test_an_undone_draw_leaves_a_non_finishers_time_alone() -> None:
+    race = racing(players=2, undo=m.UndoPolicy.FREE)
+    first_play = next(i for i, move in enumerate(DEALT.solution) if move != DRAW)
+    for n, move in enumerate(DEALT.solution[: first_play + 1], start=1):
+        assert race.move("p0", move, 1_000 * n).accepted
+    played_at = 1_000 * (first_play + 1)
+    assert race.move("p0", DRAW, played_at + 2_000).accepted
+    assert race.move("p0", UNDO, played_at + 3_000).undone is m.MoveAction.DRAW
+    race.feed(race.room.resign("p0", played_at + 9_000))
+    race.feed(race.room.resign("p1", played_at + 9_000))
+    standing = race.standings()["p0"]
+    assert (standing.cleared, standing.time_ms) == (1, played_at)
+
+
 def test_a_finishers_time_is_the_race_time_of_the_winning_move_plus_penalties() -> None:
     race = racing(players=2, undo=m.UndoPolicy.PENALTY)
     race.move("p0", DRAW, 500)
