@@ -18,7 +18,7 @@ from typing import Final
 from rich.text import Text
 
 from client_cli.board import UNKNOWN, Knowledge
-from protocol.rules.cards import Card, card_code, rank_of, suit_of
+from protocol.rules.cards import Card, card_code, suit_of
 from protocol.rules.layout import PEAK_CARDS, ROWS
 
 _KEYS_BY_ROW: Final = ("qwe", "zxcvbn", "asdfghjkl", "1234567890")
@@ -224,9 +224,3 @@ def describe(card: Card) -> str:
     """A card in words for messages: ``Q♥ (QH)``."""
     return f"{card_label(card)} ({card_code(card)})"
 
-
-def rank_name(card: Card) -> str:
-    """The rank alone, for messages."""
-    return ("ace", "2", "3", "4", "5", "6", "7", "8", "9", "10", "jack", "queen", "king")[
-        rank_of(card)
-    ]
