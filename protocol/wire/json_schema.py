@@ -238,6 +238,7 @@ def _record_defs(defs: dict[str, Any]) -> dict[str, Any]:
         "moves": standing["moves"], "draws": standing["moves"], "undos": standing["undos"],
         "penalty_ms": standing["penalty_ms"],
         "account": _nullable(standing["name"]),
+        "ghost": standing["ghost"],
     }
     summary = {
         "record_version": {"const": RECORD_VERSION},

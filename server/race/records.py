@@ -88,6 +88,8 @@ class PlayerResult:
     log: tuple[MoveLogEntry, ...]
     #: The claimed name the player raced under (normalised, docs/players.md); None: a guest.
     account: str | None = None
+    #: A stored run replayed by the server (docs/protocol.md, "Ghost races"), not a person.
+    ghost: bool = False
 
     def to_json(self, *, with_log: bool = True) -> dict[str, Any]:
         """The result as a JSON-able dict; summaries leave the log out."""
@@ -104,6 +106,7 @@ class PlayerResult:
             "undos": self.undos,
             "penalty_ms": self.penalty_ms,
             "account": self.account,
+            "ghost": self.ghost,
         }
         if with_log:
             doc["log"] = [entry.to_json() for entry in self.log]
@@ -133,6 +136,8 @@ class PlayerResult:
             penalty_ms=_int(doc, "penalty_ms"),
             log=tuple(MoveLogEntry.from_json(entry) for entry in log),
             account=_opt_str(doc, "account"),
+            # Records written before the field (fallback files) hold no ghost.
+            ghost=_bool(doc, "ghost") if "ghost" in doc else False,
         )
 
 

@@ -37,7 +37,8 @@ def race_outcome(
     """
     claimed = accounts or {}
     results = tuple(
-        replace(r, account=claimed.get(r.player_id)) if r.player_id in claimed else r
+        replace(r, account=claimed.get(r.player_id), ghost=r.player_id in ghosts)
+        if r.player_id in claimed or r.player_id in ghosts else r
         for r in race.results()
     )
     standings = tuple(
@@ -52,7 +53,7 @@ def race_outcome(
             moves=r.moves,
             undos=r.undos,
             penalty_ms=r.penalty_ms,
-            ghost=r.player_id in ghosts,
+            ghost=r.ghost,
         )
         for r in results
     )

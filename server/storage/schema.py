@@ -54,6 +54,7 @@ race_players = sa.Table(
     sa.Column("undos", sa.Integer, nullable=False),
     sa.Column("penalty_ms", sa.BigInteger, nullable=False),
     sa.Column("account", sa.Text),
+    sa.Column("ghost", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 race_moves = sa.Table(
     "race_moves",
@@ -211,6 +212,7 @@ def player_of(row: sa.Row[Any], log: tuple[MoveLogEntry, ...]) -> PlayerResult:
         penalty_ms=int(row.penalty_ms),
         log=log,
         account=row.account,
+        ghost=bool(row.ghost),
     )
 
 

@@ -7,7 +7,7 @@ import { checkCommitment, checkDeal } from "./commitment.js";
 import { el, formatMs, setChildren, showMessage } from "./dom.js";
 import { Game, ReplayError } from "./engine.js";
 import { raceThisRunHref } from "./ghostlink.js";
-import { PlayerPanel, standingResult } from "./panel.js";
+import { memberMark, PlayerPanel, standingResult } from "./panel.js";
 
 const $ = (id) => document.getElementById(id);
 const FINAL = new Set(["resign", "timeout", "leave"]);
@@ -188,12 +188,18 @@ class Replay {
   }
 }
 
+/** The watch page's mark (panel.js memberMark): ghost, bot or guest (no claimed name). */
+function playerMark(player) {
+  const mark = memberMark({ ghost: player.ghost, bot: player.is_bot, guest: player.account === null });
+  return mark ? el("span", { class: "muted" }, ` (${mark})`) : null;
+}
+
 /** The stored standings: a finisher's time, or how the race ended for them, in one column
  * (as on the watch page), so that the table fits a phone with every column. */
 function fillStandings(race) {
   const rows = race.players.map((player) => el("tr", { "data-player": player.player_id }, [
     el("td", {}, String(player.rank)),
-    el("th", { scope: "row" }, [player.name, player.is_bot ? el("span", { class: "muted" }, " (bot)") : null]),
+    el("th", { scope: "row" }, [player.name, playerMark(player)]),
     el("td", {}, standingResult(player.status, player.finish_ms)),
     el("td", {}, String(player.cleared)),
     el("td", {}, String(player.moves)),

@@ -130,3 +130,27 @@ async def test_a_daily_race_over_says_when_its_seed_comes_and_checks_nothing(
     assert commit == deal == "checkable once the day is over (the daily page)"
     assert commitment == "ab" * 32 and winning_hidden is True
     assert [e for e in webutil.script_errors(page) if "ABCDEF" not in e] == []
+
+
+async def test_a_stored_ghost_race_keeps_the_ghost_mark_in_the_api_and_the_replay(
+    site: Site,
+) -> None:
+    host, _state = await ghost_room(site, "Bea")
+    try:
+        await host.request(m.Start(), m.RaceStart)
+        over = await host.request(m.Resign(), m.RaceOver)
+        assert over.saved is not False
+        stored = await site.server.store.get_race(over.race_id)
+        assert stored is not None
+        assert {p.player_id: p.ghost for p in stored.players} == {
+            host.player_id: False, "ghost-1": True}
+        page = await webutil.new_page(site.browser, webutil.LAPTOP)
+        await page.goto(f"{site.server.url}/races/{over.race_id}")
+        row = page.locator('#standings tr[data-player="ghost-1"]')
+        await row.wait_for()
+        assert "ann (ghost)" in await row.inner_text()
+        mine = page.locator(f'#standings tr[data-player="{host.player_id}"]')
+        assert "Bea (guest)" in await mine.inner_text()
+        assert webutil.script_errors(page) == []
+    finally:
+        await host.close()
