@@ -15,16 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Final
 
-from client_cli.board import UNDO, UNSURE, Action, Board, Knowledge
+from client_cli.board import UNSURE, Action, Board, Knowledge
 from client_cli.connection import Connection, unreadable, wire_move
 from client_cli.keys import stored_key
 from client_cli.net import CLIENT_NAME, ClientError, ConnectionLost, ServerRefused, error_text
 from client_cli.seats import SavedSeat, SeatFiles
-from protocol.rules.game import DRAW, Rules, Status
-from protocol.rules.refusals import REASON_TEXT, Reason
+from client_cli.state import OUT_OF_RACE, ClientState, MoveVerdict, Opponent
+from protocol.rules.game import Rules, Status
+from protocol.rules.refusals import Reason
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode
 from protocol.wire.session import (
@@ -41,131 +41,8 @@ from protocol.wire.session import (
 BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: Give up reconnecting after this long (the server keeps a seat for 60 s).
 RECONNECT_FOR_S: Final = 75.0
-#: Seconds an error stays on the status line unless a successful action clears it first.
-ERROR_SHOWN_S: Final = 12.0
-#: What a player's own status says once they are out of the race without finishing.
-OUT_OF_RACE: Final = {
-    "resigned": "you resigned: waiting for the others",
-    "timed_out": "time is up",
-    "left": "you left the race",
-}
 
 Listener = Callable[[str, object], None]
-
-
-def member_mark(bot: bool, ghost: bool, guest: bool) -> str:
-    """What a player is, in a word after their name on every screen: a ghost (a stored
-    run), a bot, a guest (no claimed name proved), or nothing for a claimed name."""
-    return "ghost" if ghost else "bot" if bot else "guest" if guest else ""
-
-
-@dataclass(slots=True)
-class Opponent:
-    """What the screens show about one player of the room."""
-
-    player_id: str
-    name: str
-    bot: bool = False
-    #: A stored run the server replays (a ghost race), not a person.
-    ghost: bool = False
-    #: Plays under a name nobody proved with its key (Member.guest).
-    guest: bool = False
-    cleared: int = 0
-    stock_left: int = 0
-    moves: int = 0
-    undos: int = 0
-    status: str = "racing"
-    elapsed_ms: int = 0
-    connected: bool = True
-    finish_ms: int | None = None
-    rank: int | None = None
-    board: m.BoardView | None = None
-
-
-@dataclass(slots=True)
-class MoveVerdict:
-    """What happened to a key press: sent, or refused locally with a reason in words."""
-
-    sent: bool
-    reason: Reason | None = None
-    position: int | None = None
-
-    @property
-    def text(self) -> str:
-        """The reason in words, or nothing."""
-        return "" if self.reason is None else REASON_TEXT[self.reason]
-
-
-@dataclass(slots=True)
-class ClientState:
-    """Everything the screens draw, updated only by :class:`GameClient`."""
-
-    player_id: str | None = None
-    room: m.RoomState | None = None
-    board: Board | None = None
-    race: m.RaceStart | None = None
-    countdown_until: float | None = None
-    race_clock_zero: float | None = None
-    players: dict[str, Opponent] = field(default_factory=dict)
-    race_over: m.RaceOver | None = None
-    my_finish_ms: int | None = None
-    #: Undo penalties so far: they are added to this player's finish time.
-    penalty_ms: int = 0
-    rooms: tuple[m.RoomSummary, ...] = ()
-    connection: str = "offline"  # offline, connecting, online, reconnecting, closed
-    #: This player's name as the room shows it (the server tells equal names apart).
-    name: str = ""
-    last_error: str = ""
-    #: When :attr:`last_error` was set (``time.monotonic()``): errors fade after a while.
-    error_at: float = 0.0
-    #: This player's race clock, frozen when they resigned, timed out or left (ms).
-    my_stopped_ms: int | None = None
-
-    def set_error(self, text: str) -> None:
-        """Show ``text`` as the last error (until the next successful action, or it fades)."""
-        self.last_error, self.error_at = text, time.monotonic()
-
-    def current_error(self, now: float | None = None) -> str:
-        """The last error while it is fresh (:data:`ERROR_SHOWN_S`), else nothing."""
-        if not self.last_error or (now or time.monotonic()) - self.error_at > ERROR_SHOWN_S:
-            return ""
-        return self.last_error
-
-    @property
-    def me(self) -> Opponent | None:
-        """This player's own line among the players, if racing."""
-        return None if self.player_id is None else self.players.get(self.player_id)
-
-    @property
-    def phase(self) -> m.Phase | None:
-        """The room's phase, ``None`` outside a room."""
-        return None if self.room is None else self.room.phase
-
-    @property
-    def role(self) -> m.Role | None:
-        """Player or spectator, ``None`` outside a room."""
-        return None if self.room is None else self.room.your_role
-
-    @property
-    def is_host(self) -> bool:
-        """True when this client hosts its room."""
-        return self.room is not None and self.room.host_id == self.player_id
-
-    def race_elapsed(self, now: float | None = None) -> float:
-        """Seconds on this player's race clock (frozen at the finish)."""
-        if self.my_finish_ms is not None:
-            return self.my_finish_ms / 1000
-        if self.my_stopped_ms is not None:
-            return self.my_stopped_ms / 1000
-        if self.race_clock_zero is None:
-            return 0.0
-        return max(0.0, (now or time.monotonic()) - self.race_clock_zero)
-
-    def countdown_left(self, now: float | None = None) -> float | None:
-        """Seconds to the start while a countdown runs, else ``None``."""
-        if self.countdown_until is None or self.phase is not m.Phase.COUNTDOWN:
-            return None
-        return max(0.0, self.countdown_until - (now or time.monotonic()))
 
 
 class GameClient:
@@ -463,6 +340,7 @@ class GameClient:
         state.countdown_until = None
         for player in state.players.values():
             player.cleared, player.moves, player.undos, player.elapsed_ms = 0, 0, 0, 0
+            player.cleared_at_ms = 0
             player.status, player.finish_ms, player.rank, player.board = "racing", None, None, None
 
     def _on_countdown(self, countdown: m.Countdown) -> None:
@@ -524,6 +402,8 @@ class GameClient:
             player = self.state.players.get(line.player_id)
             if player is None:
                 player = self.state.players[line.player_id] = Opponent(line.player_id, "?")
+            if line.cleared != player.cleared:
+                player.cleared_at_ms = progress.elapsed_ms
             player.cleared, player.stock_left = line.cleared, line.stock_left
             player.moves, player.undos = line.moves, line.undos
             player.status, player.elapsed_ms = line.status.value, line.elapsed_ms
@@ -676,44 +556,3 @@ _HANDLERS: Final[dict[type, Callable[[GameClient, object], None]]] = {
     m.Left: GameClient._on_left,  # type: ignore[dict-item]
     m.Closing: GameClient._on_closing,  # type: ignore[dict-item]
 }
-
-
-def by_standing(players: list[Opponent]) -> list[Opponent]:
-    """Finishers by rank, then everyone else by cards cleared (most first), then fewer moves."""
-    def key(player: Opponent) -> tuple[int, int, int]:
-        if player.rank is not None and player.finish_ms is not None:
-            return (0, player.rank, 0)
-        return (1, -player.cleared, player.moves)
-
-    return sorted(players, key=key)
-
-
-def own_status(state: ClientState) -> str:
-    """This player's race status in words for the status line."""
-    board = state.board
-    if board is None:
-        return ""
-    me = state.me
-    if me is not None and me.status in OUT_OF_RACE and state.my_finish_ms is None:
-        return OUT_OF_RACE[me.status]
-    status = board.shown.status
-    if status is Status.WON:
-        return "cleared all 28!"
-    if status is Status.STUCK:
-        if board.shown.undo_allowed:
-            return "stuck: undo (u) or resign (r r)"
-        return "stuck: no move left; waiting for the others"
-    return "racing"
-
-
-__all__ = [
-    "DRAW",
-    "UNDO",
-    "ClientError",
-    "ClientState",
-    "GameClient",
-    "MoveVerdict",
-    "Opponent",
-    "by_standing",
-    "own_status",
-]

@@ -15,17 +15,12 @@ from collections.abc import Callable
 from typing import TextIO
 
 from client_cli.board import UNDO, Action
-from client_cli.client import (
-    ClientError,
-    GameClient,
-    MoveVerdict,
-    by_standing,
-    member_mark,
-    own_status,
-)
+from client_cli.client import GameClient
+from client_cli.net import ClientError
 from client_cli.render import plain_board
 from client_cli.results import clock, replay_steps, standing_lines, summary_lines
 from client_cli.seats import SeatFiles
+from client_cli.state import MoveVerdict, by_standing, member_mark, own_status
 from protocol.rules.cards import CardError, parse_card
 from protocol.rules.game import DRAW
 from protocol.rules.layout import PEAK_CARDS

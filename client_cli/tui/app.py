@@ -16,8 +16,9 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
-from client_cli.client import ClientError, GameClient
+from client_cli.client import GameClient
 from client_cli.names import BadName, save_name
+from client_cli.net import ClientError
 from client_cli.seats import SeatFiles
 from client_cli.tui.base import ClientScreen
 from client_cli.tui.home import HomeScreen

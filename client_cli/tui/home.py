@@ -14,8 +14,7 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, Select, Static
 
-from client_cli.client import ClientError
-from client_cli.net import fetch_json
+from client_cli.net import ClientError, fetch_json
 from client_cli.tui.base import ClientScreen
 from protocol.wire import messages as m
 

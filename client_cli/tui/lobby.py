@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.widgets import Button, DataTable, Footer, Static
 
-from client_cli.client import member_mark
+from client_cli.state import member_mark
 from client_cli.tui.base import ClientScreen
 from protocol.wire import messages as m
 

@@ -14,7 +14,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Digits, Static
 
 from client_cli.board import UNDO
-from client_cli.client import (
+from client_cli.render import POSITION_OF_KEY, describe, draw_board
+from client_cli.results import clock
+from client_cli.state import (
     ClientState,
     MoveVerdict,
     Opponent,
@@ -22,8 +24,6 @@ from client_cli.client import (
     member_mark,
     own_status,
 )
-from client_cli.render import POSITION_OF_KEY, describe, draw_board
-from client_cli.results import clock
 from client_cli.tui.base import BAR_WIDTH, ClientScreen, progress_bar
 from protocol.rules.game import DRAW
 from protocol.rules.layout import PEAK_CARDS

@@ -11,7 +11,6 @@ from textual.containers import Grid
 from textual.widgets import Button, DataTable, Footer, Static
 
 from client_cli.board import Knowledge
-from client_cli.client import member_mark
 from client_cli.render import draw_board
 from client_cli.results import (
     clock,
@@ -22,6 +21,7 @@ from client_cli.results import (
     status_words,
     verify,
 )
+from client_cli.state import member_mark
 from client_cli.tui.base import ClientScreen
 from protocol.rules.game import Game
 from protocol.wire import messages as m

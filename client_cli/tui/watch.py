@@ -8,9 +8,9 @@ from textual.containers import Grid, VerticalScroll
 from textual.widgets import Static
 
 from client_cli.board import Knowledge
-from client_cli.client import Opponent, member_mark
 from client_cli.render import draw_board
 from client_cli.results import clock
+from client_cli.state import Opponent, member_mark
 from client_cli.tui.base import ClientScreen, progress_bar
 from protocol.rules.game import Rules
 from protocol.wire import messages as m

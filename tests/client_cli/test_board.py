@@ -16,7 +16,7 @@ from client_cli.board import (
     start_knowledge,
     view_codes,
 )
-from client_cli.client import Opponent
+from client_cli.state import Opponent
 from client_cli.tui.watch import watch_panel
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.cards import card_code, parse_card

@@ -168,3 +168,17 @@ async def test_a_socket_the_server_drops_is_reconnected_with_the_token(tmp_path:
         await client.close()
         loop.cancel()
         await rival.close()
+
+
+def test_a_progress_line_notes_when_a_players_count_changed_and_only_then() -> None:
+    client = GameClient("ws://127.0.0.1:9/ws", "ann")
+
+    def progress(at_ms: int, cleared: int, moves: int) -> m.Progress:
+        line = m.PlayerProgress("p1", cleared, 20, moves, 0, m.PlayerStatus.RACING, at_ms, True)
+        return m.Progress(at_ms, (line,))
+
+    client.handle(progress(1_000, 3, 5))
+    client.handle(progress(2_000, 3, 6))  # a draw: the count stays, and so does its time
+    assert client.state.players["p1"].cleared_at_ms == 1_000
+    client.handle(progress(3_500, 4, 7))
+    assert client.state.players["p1"].cleared_at_ms == 3_500

@@ -160,7 +160,7 @@ async def test_a_refusal_leaves_the_status_line_once_the_room_moves_on(tmp_path:
 
 
 def test_an_error_fades_from_the_status_line_after_a_while() -> None:
-    from client_cli.client import ERROR_SHOWN_S, ClientState
+    from client_cli.state import ERROR_SHOWN_S, ClientState
 
     state = ClientState()
     state.set_error("Not ready: bob.")

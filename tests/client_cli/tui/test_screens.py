@@ -6,8 +6,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Digits, Footer, Input, Static
 
-from client_cli.client import Opponent, by_standing
 from client_cli.results import par_text, replay_steps
+from client_cli.state import Opponent, by_standing
 from client_cli.tui.app import TriPeaksApp
 from client_cli.tui.base import progress_bar
 from client_cli.tui.home import HomeScreen, MarkedCheckbox
@@ -83,6 +83,13 @@ def test_opponents_are_listed_by_standing_and_one_card_short_does_not_look_full(
     winner = Opponent("c", "winner", cleared=28, finish_ms=60_000, rank=1)
     assert [p.name for p in by_standing([slow, close, winner])] == ["winner", "close", "slow"]
     assert "░" in str(progress_bar(27)) and "░" not in str(progress_bar(28))
+
+
+def test_equal_counts_are_ranked_by_who_reached_them_first_then_fewer_moves() -> None:
+    late = Opponent("a", "late", cleared=12, cleared_at_ms=9_000, moves=20)
+    early = Opponent("b", "early", cleared=12, cleared_at_ms=4_000, moves=40)
+    lean = Opponent("c", "lean", cleared=12, cleared_at_ms=4_000, moves=35)
+    assert [p.name for p in by_standing([late, early, lean])] == ["lean", "early", "late"]
 
 
 async def test_the_race_header_keeps_the_counts_with_an_undo_penalty_at_120_columns(
