@@ -19,7 +19,10 @@ The windows run quiet, pings, quiet, paced, quiet, list_rooms, ... for
 on either side.  Each attack window's p99 is compared with the p99 of its two
 neighbours' round trips pooled (a pair); an attack's figure is the median of
 its pairs' ratios.  Target: every attack's median within twice the quiet
-figure (the last line says MET or MISSED).
+figure (the last line says MET or MISSED).  Each window also has the server's
+CPU (its deal pool's included), and each pair what the attack itself cost:
+the attack window's CPU less the mean of its neighbours' (CPU seconds are
+less disturbed by a busy machine than round trips are).
 
 The machine may be shared: for every window the run reports what others took
 of core 0 (busy time, interrupts aside, that was neither the server's nor the
@@ -387,8 +390,10 @@ def _pairs(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "attack": window["kind"], "window": i, "p99_ms": window["p99_ms"],
             "quiet_p99_ms": quiet, "ratio": round(window["p99_ms"] / quiet, 2),
             "server_cpu_pct": window["server_cpu_pct"],
-            "quiet_server_cpu_pct": round(
-                (before["server_cpu_pct"] + after["server_cpu_pct"]) / 2, 1),
+            # What the attack itself cost the server, over what the players cost it.
+            "attack_cpu_pct": round(
+                window["server_cpu_pct"] - (before["server_cpu_pct"] + after["server_cpu_pct"]) / 2,
+                1),
             "disturbed": bool(before["disturbed"] or window["disturbed"] or after["disturbed"]),
         })
     return pairs
@@ -410,6 +415,7 @@ def verdict(pairs: list[dict[str, Any]]) -> dict[str, Any]:
             "disturbed_pairs": len(mine) - len(clean),
             "only_disturbed": not clean,
             "server_cpu_pct": round(statistics.median(p["server_cpu_pct"] for p in mine), 1),
+            "attack_cpu_pct": round(statistics.median(p["attack_cpu_pct"] for p in mine), 1),
         }
     met = bool(attacks) and all(a["median_ratio"] <= TARGET_RATIO for a in attacks.values())
     return {"target_ratio": TARGET_RATIO, "met": met, "attacks": attacks}
@@ -423,7 +429,8 @@ def _verdict_lines(result: dict[str, Any], quiet_cpu: float) -> list[str]:
             note += " (every pair: the median counts them)"
         ratios = " ".join(f"{r:.2f}" for r in fig["ratios"])
         lines.append(f"{kind}: p99/quiet {ratios}, median {fig['median_ratio']:.2f}{note};"
-                     f" server CPU {fig['server_cpu_pct']}% (quiet {quiet_cpu:.1f}%)")
+                     f" server CPU {fig['server_cpu_pct']}% (quiet {quiet_cpu:.1f}%;"
+                     f" the attack's own {fig['attack_cpu_pct']}%)")
     word = "MET" if result["met"] else "MISSED"
     medians = ", ".join(f"{k} {f['median_ratio']:.2f}" for k, f in result["attacks"].items())
     lines.append(f"{word}: p99 under attack within {TARGET_RATIO:g}x of quiet ({medians})")

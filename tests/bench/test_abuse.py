@@ -67,7 +67,8 @@ def test_the_quick_run_ends_with_each_attacks_ratio_and_its_verdict(
 
 def test_the_verdict_counts_undisturbed_pairs_only_when_there_are_some() -> None:
     def pair(attack: str, ratio: float, disturbed: bool) -> dict[str, object]:
-        return {"attack": attack, "ratio": ratio, "disturbed": disturbed, "server_cpu_pct": 1.0}
+        return {"attack": attack, "ratio": ratio, "disturbed": disturbed,
+                "server_cpu_pct": 1.0, "attack_cpu_pct": 0.5}
 
     result = abuse.verdict([
         pair("pings", 1.0, False), pair("pings", 9.0, True), pair("pings", 1.4, False),
