@@ -15,6 +15,7 @@ import concurrent.futures
 import contextlib
 import ctypes
 import functools
+import json
 import math
 import multiprocessing
 import os
@@ -429,18 +430,25 @@ def _api_error(request: web.Request, exc: web.HTTPException) -> web.Response:
 
 
 # ---- WebSocket -------------------------------------------------------------------
+_CONNECT_LIMITED: Final = json.dumps(
+    {"error": "too many connections from your address; slow down"}
+).encode()
+
+
 async def handle_ws(request: web.Request) -> web.StreamResponse:
     """``GET /ws``: one client connection, until it closes."""
     app = request.app
     hub, settings = app[HUB], app[SETTINGS]
     if hub.closing:
         return _json_error(503, "the server is shutting down")
-    address = client_address(
-        request.remote, request.headers.get("X-Forwarded-For"), settings.proxy_networks()
-    )
+    proxies = app[_PROXIES]
+    address = client_address(request.remote, request.headers.get("X-Forwarded-For"), proxies)
     if not app[_CONNECT_LIMITER].allow(address, hub.now_ms()):
-        logs.event("connect_rate_limited", address=address)
-        return _json_error(429, "too many connections from your address; slow down")
+        # A client reconnecting at will must not cost a log line or a JSON encoding each time.
+        logs.throttled("connect_rate_limited", address=address)
+        return web.Response(
+            body=_CONNECT_LIMITED, status=429, content_type="application/json", charset="utf-8"
+        )
     offered = request.headers.get("Sec-WebSocket-Protocol", "").split(",")
     chosen = codec.choose_subprotocol(offered)
     if chosen is None:

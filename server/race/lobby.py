@@ -29,6 +29,7 @@ from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from server.race.daily import daily_options
 from server.race.inputs import Dropped, Joined, Opened, Returned, apply, open_room
+from server.race.listing import Summaries
 from server.race.outputs import (
     C,
     InRoom,
@@ -105,6 +106,7 @@ class Lobby(Generic[C]):
         #: Sessions rebuilt after a restart, by token digest, until their token comes back.
         self.restored: dict[str, Session[C]] = {}
         self._created: Counter[C] = Counter()
+        self._summaries = Summaries(LISTED_ROOMS)
 
     # ---- queries ---------------------------------------------------------------
     def session_of(self, conn: C) -> Session[C] | None:
@@ -136,7 +138,7 @@ class Lobby(Generic[C]):
         # Rooms are only ever added as they are created, so the registry is in creation
         # order: the newest are read from its end, without sorting every room.
         public = (room for room in reversed(self.rooms.values()) if room.options.public)
-        return [room.summary() for room in itertools.islice(public, LISTED_ROOMS)]
+        return self._summaries.listed(itertools.islice(public, LISTED_ROOMS))
 
     def rooms_by_state(self) -> dict[str, int]:
         """How many rooms are in each phase (every phase named)."""

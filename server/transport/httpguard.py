@@ -32,6 +32,10 @@ _TOO_MANY: Final = (
 ) + _TOO_MANY_BODY
 
 
+#: Peers whose counted address is remembered (then forgotten all at once).
+COUNTED_PEERS: Final = 4096
+
+
 class ConnectionGuard:
     """Counts each address's open connections and closes those that send no request."""
 
@@ -42,6 +46,9 @@ class ConnectionGuard:
         #: Open connections per counted address (only addresses with one open).
         self.open: dict[str, int] = {}
         self._conns: dict[RequestHandler, tuple[str | None, asyncio.TimerHandle]] = {}
+        #: Each peer's counted address (None: not counted), so that a client that
+        #: reconnects at will is not parsed and matched against the proxies each time.
+        self.counted_peers: dict[str, str | None] = {}
 
     def install(self, server: web.Server) -> None:
         """Watch every connection ``server`` (aiohttp's protocol factory) accepts."""
@@ -97,6 +104,13 @@ class ConnectionGuard:
         if not isinstance(peer, tuple) or not peer:
             return None  # a Unix socket: no address to count
         address = str(peer[0])
+        if address not in self.counted_peers:
+            if len(self.counted_peers) >= COUNTED_PEERS:
+                self.counted_peers.clear()
+            self.counted_peers[address] = self._count_as(address)
+        return self.counted_peers[address]
+
+    def _count_as(self, address: str) -> str | None:
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:
