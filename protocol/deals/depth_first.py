@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from protocol.deals.counting import Counting
 from protocol.rules.cards import RANK_COUNT, Card, is_adjacent, rank_of
 from protocol.rules.game import DRAW, Deal, Move
 from protocol.rules.layout import COVERED_BY, COVERS, PEAK_CARDS, ROWS, row_of
@@ -58,6 +59,8 @@ class Board:
         self.start_drawn = drawn
         self.start_top = EMPTY if top is None else rank_of(top)
         self.cover_masks = tuple(sum(1 << q for q in COVERED_BY[p]) for p in range(PEAK_CARDS))
+        #: ``mask & needs[p] == cover_masks[p]`` when position ``p`` is free and not played
+        self.needs = tuple(c | 1 << p for p, c in enumerate(self.cover_masks))
         adjacent = [
             tuple(b for b in range(RANK_COUNT) if is_adjacent(a, b, wrap))
             for a in range(RANK_COUNT)
@@ -66,6 +69,14 @@ class Board:
         self.adjacent: tuple[tuple[int, ...], ...] = (*adjacent, tuple(range(RANK_COUNT)))
         #: ``fitting[t]``: positions whose card may go on top rank ``t``.
         self.fitting = self.fitting_in(_PROBE_ORDERS[0])
+        self._counting: dict[int, Counting] = {}
+
+    def counting(self, limit: int) -> Counting:
+        """The counting rule with at most ``limit`` cards drawn (made once per limit)."""
+        if limit not in self._counting:
+            wrap = RANK_COUNT - 1 in self.adjacent[0]
+            self._counting[limit] = Counting(self.peak_ranks, self.stock_ranks, wrap, limit)
+        return self._counting[limit]
 
     def fitting_in(self, order: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         """Per top rank, the positions whose card fits on it, in ``order``."""
@@ -130,6 +141,7 @@ def depth_first(
     peak_ranks = board.peak_ranks
     stock_ranks = board.stock_ranks
     cover_masks = board.cover_masks
+    needs = board.needs
     adjacent = board.adjacent
     mask, drawn, top = (
         (board.start_mask, board.start_drawn, board.start_top) if start is None else start
@@ -145,8 +157,12 @@ def depth_first(
         """After rank ``r`` lands on the waste: -2 if lost, a forced rank, or -1."""
         forced = -1
         for q in adjacent[r]:
-            if left[q] and not any(avail[a] for a in adjacent[q]):
-                # only the card just placed can still take rank q, once
+            if not left[q]:
+                continue
+            for a in adjacent[q]:  # a loop, not any(): no generator per state
+                if avail[a]:
+                    break
+            else:  # only the card just placed can still take rank q, once
                 if left[q] > 1 or forced >= 0:
                     return -2
                 forced = q
@@ -158,7 +174,7 @@ def depth_first(
             return False
         count[0] += 1
         for p in fitting[top]:
-            if mask >> p & 1 or mask & cover_masks[p] != cover_masks[p]:
+            if mask & needs[p] != cover_masks[p]:  # played already, or still covered
                 continue
             r = peak_ranks[p]
             if forced >= 0 and r != forced:
