@@ -31,8 +31,8 @@ HALF: Final = 1 << (WIDTH - 1)
 
 
 @functools.cache
-def rank_sets(wrap: bool) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], tuple[int, ...]]:
-    """The sets ``Q``, and per rank its packed ``near`` and ``inside`` indicators.
+def rank_sets(wrap: bool) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """Per rank its packed ``near`` and ``inside`` indicators, and a 1 in every field.
 
     No rank is both in a set and adjacent to it (the ranks of a set are two
     apart, so their neighbours have the other parity; with wrap the 13
@@ -54,51 +54,45 @@ def rank_sets(wrap: bool) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...],
             if any(is_adjacent(r, q, wrap) for q in ranks):
                 near[r] |= 1 << (WIDTH * i)
     assert not any(n & i for n, i in zip(near, inside, strict=True))
-    return tuple(sets), tuple(near), tuple(inside)
+    ones = sum(1 << (WIDTH * i) for i in range(len(sets)))
+    return tuple(near), tuple(inside), ones
 
 
 class Counting:
     """The packed counting rule for one deal and one draw limit.
 
     A state ``(mask, drawn, top)`` is lost when
-    ``(sum of weights[p] over played p) + bias(drawn)[0] - credit[top]``
-    has a bit of ``bias(drawn)[1]`` set (see :meth:`lost`).
+    ``(sum of weights[p] over played p) + biases[drawn][0] - credit[top]``
+    has a bit of ``biases[drawn][1]`` set (see :meth:`lost`).
     """
 
     def __init__(
         self, peak_ranks: tuple[int, ...], stock_ranks: tuple[int, ...], wrap: bool, limit: int
     ) -> None:
-        sets, near, inside = rank_sets(wrap)
-        ones = sum(1 << (WIDTH * i) for i in range(len(sets)))
+        near, inside, ones = rank_sets(wrap)
         #: per position: what playing its card adds to the packed sum
         self.weights = tuple(near[r] - inside[r] for r in peak_ranks)
         #: per top rank (and the empty waste): one placement more for the sets it is adjacent to
         self.credit = (*near, ones)
-        #: per set, the sums the bottom row adds at most and at least (peak positions 18..27)
+        #: the sums the bottom row (positions 18 to 27) adds at most and at least, per set
         self.bottom_range = (
-            sum(near[r] for r in peak_ranks[18:]),
-            -sum(inside[r] for r in peak_ranks[18:]),
+            sum([near[r] for r in peak_ranks[18:]]),
+            -sum([inside[r] for r in peak_ranks[18:]]),
         )
-        peaks_near = sum(near[r] for r in peak_ranks)
-        # spare with every stock card within the limit still to come
-        spare = peaks_near + sum(near[r] for r in stock_ranks[:limit])
-        spare -= sum(inside[r] for r in peak_ranks)
-        self._bias: list[tuple[int, int]] = []
+        peaks_near = sum([near[r] for r in peak_ranks])
+        # what each set has to spare with every stock card within the limit to come
+        spare = peaks_near + sum([near[r] for r in stock_ranks[:limit]])
+        spare -= sum([inside[r] for r in peak_ranks])
+        top_bits = HALF * ones
+        start = (HALF - 1) * ones
+        #: per number of cards drawn: the packed bias with no top, and the bits that
+        #: mean lost (only sets that can fail at all, where playing the cards
+        #: adjacent to them can use up their spare; 0 when nothing can fail)
+        self.biases: list[tuple[int, int]] = []
         for drawn in range(limit + 1):
             if drawn:
                 spare -= near[stock_ranks[drawn - 1]]
-            # a set can fail only if playing its neighbours can use up its spare
-            lost = ((HALF - 1) * ones + peaks_near - spare) & (HALF * ones)
-            self._bias.append(((HALF - 1) * ones - spare, lost))
-        self.limit = limit
-
-    def bias(self, drawn: int) -> tuple[int, int]:
-        """The packed bias with ``drawn`` cards drawn and no top, and the lost bits.
-
-        Only sets that can fail at all get a lost bit, so ``lost`` is 0 when
-        the rule cannot prune anything with this many draws.
-        """
-        return self._bias[drawn]
+            self.biases.append((start - spare, (start + peaks_near - spare) & top_bits))
 
     def mask_sum(self, mask: int) -> int:
         """The sum of :attr:`weights` over the positions played in ``mask``."""
@@ -106,5 +100,5 @@ class Counting:
 
     def lost(self, mask_sum: int, drawn: int, top: int) -> bool:
         """True when the counting rule proves the state lost."""
-        bias, lost = self._bias[drawn]
+        bias, lost = self.biases[drawn]
         return bool((mask_sum + bias - self.credit[top]) & lost)

@@ -7,6 +7,7 @@ waste's top card (:data:`EMPTY` for an empty waste).
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from protocol.deals.counting import Counting
@@ -58,15 +59,11 @@ class Board:
         self.start_mask = mask
         self.start_drawn = drawn
         self.start_top = EMPTY if top is None else rank_of(top)
-        self.cover_masks = tuple(sum(1 << q for q in COVERED_BY[p]) for p in range(PEAK_CARDS))
+        self.cover_masks = _COVER_MASKS
         #: ``mask & needs[p] == cover_masks[p]`` when position ``p`` is free and not played
-        self.needs = tuple(c | 1 << p for p, c in enumerate(self.cover_masks))
-        adjacent = [
-            tuple(b for b in range(RANK_COUNT) if is_adjacent(a, b, wrap))
-            for a in range(RANK_COUNT)
-        ]
+        self.needs = _NEEDS
         #: ``adjacent[t]``: ranks that may go on top rank ``t`` (all, on an empty waste).
-        self.adjacent: tuple[tuple[int, ...], ...] = (*adjacent, tuple(range(RANK_COUNT)))
+        self.adjacent = _adjacent(wrap)
         #: ``fitting[t]``: positions whose card may go on top rank ``t``.
         self.fitting = self.fitting_in(_PROBE_ORDERS[0])
         self._counting: dict[int, Counting] = {}
@@ -80,10 +77,29 @@ class Board:
 
     def fitting_in(self, order: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         """Per top rank, the positions whose card fits on it, in ``order``."""
+        by_rank: list[list[int]] = [[] for _ in range(RANK_COUNT)]
+        for p in order:
+            by_rank[self.peak_ranks[p]].append(p)
+        place = _PLACES[order]
         return tuple(
-            tuple(p for p in order if self.peak_ranks[p] in self.adjacent[top])
-            for top in range(RANK_COUNT + 1)
+            tuple(sorted([p for a in ranks for p in by_rank[a]], key=place.__getitem__))
+            for ranks in self.adjacent
         )
+
+
+_COVER_MASKS: Final = tuple(sum(1 << q for q in COVERED_BY[p]) for p in range(PEAK_CARDS))
+_NEEDS: Final = tuple(c | 1 << p for p, c in enumerate(_COVER_MASKS))
+#: per probe order: each position's place in it
+_PLACES: Final = {order: {p: i for i, p in enumerate(order)} for order in _PROBE_ORDERS}
+
+
+@functools.cache
+def _adjacent(wrap: bool) -> tuple[tuple[int, ...], ...]:
+    """Per top rank, the ranks that may go on it; the empty waste takes every rank."""
+    adjacent = [
+        tuple(b for b in range(RANK_COUNT) if is_adjacent(a, b, wrap)) for a in range(RANK_COUNT)
+    ]
+    return (*adjacent, tuple(range(RANK_COUNT)))
 
 
 def sources(board: Board, limit: int, mask: int, drawn: int) -> tuple[list[int], list[int]]:
@@ -168,11 +184,17 @@ def depth_first(
                 forced = q
         return forced
 
-    def dfs(mask: int, drawn: int, top: int, forced: int) -> bool:
+    counting = board.counting(limit)
+    weights = counting.weights
+    credit = counting.credit
+    biases = counting.biases
+
+    def dfs(mask: int, drawn: int, top: int, forced: int, total: int) -> bool:
         key = mask | top << PEAK_CARDS
         if failed.get(key, _NEVER) <= drawn or count[0] >= budget:
             return False
         count[0] += 1
+        bias, lost = biases[drawn]
         for p in fitting[top]:
             if mask & needs[p] != cover_masks[p]:  # played already, or still covered
                 continue
@@ -183,10 +205,13 @@ def depth_first(
             if new_mask == FULL:
                 line.append(p)
                 return True
+            new_total = total + weights[p]
+            if (new_total + bias - credit[r]) & lost:
+                continue
             avail[r] -= 1
             left[r] -= 1
             after = forced_after(r)
-            won = after != -2 and dfs(new_mask, drawn, r, after)
+            won = after != -2 and dfs(new_mask, drawn, r, after, new_total)
             avail[r] += 1
             left[r] += 1
             if won:
@@ -194,10 +219,13 @@ def depth_first(
                 return True
         if forced < 0 and drawn < limit:
             r = stock_ranks[drawn]
-            avail[r] -= 1
-            after = forced_after(r)
-            won = after != -2 and dfs(mask, drawn + 1, r, after)
-            avail[r] += 1
+            bias, lost = biases[drawn + 1]
+            won = False
+            if not (total + bias - credit[r]) & lost:
+                avail[r] -= 1
+                after = forced_after(r)
+                won = after != -2 and dfs(mask, drawn + 1, r, after, total)
+                avail[r] += 1
             if won:
                 line.append(DRAW)
                 return True
@@ -205,7 +233,7 @@ def depth_first(
             failed[key] = drawn
         return False
 
-    won = dfs(mask, drawn, top, start_forced)
+    won = dfs(mask, drawn, top, start_forced, counting.mask_sum(mask))
     line.reverse()
     return (line if won else None), count[0]
 

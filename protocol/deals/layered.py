@@ -279,7 +279,7 @@ class CountCheck:
 
     def _setup(self, drawn: int, top: int) -> tuple[int, int]:
         """The packed bias with ``drawn`` draws and this top, and the lost bits."""
-        bias, lost = self.counting.bias(drawn)
+        bias, lost = self.counting.biases[drawn]
         return bias - self.counting.credit[top], lost
 
     def keep(self, masks: set[int], drawn: int, top: int) -> set[int]:
