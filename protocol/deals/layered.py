@@ -7,7 +7,7 @@ groups that share their upper rows; the counting rule prunes whole groups.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from protocol.deals.depth_first import FULL, Board, depth_first
@@ -236,8 +236,11 @@ def _most_played(groups: _Groups) -> list[int]:
     """
     at_least = _at_least_played()
     bottom_cards = len(at_least) - 1
+    by_count: dict[int, list[int]] = {}
+    for upper in groups:  # bucketed, not sorted: only the first buckets are visited
+        by_count.setdefault(upper.bit_count(), []).append(upper)
     ranked: list[tuple[int, int]] = []
-    for upper in sorted(groups, key=lambda key: (-key.bit_count(), key)):
+    for upper in _by_count_then_key(by_count):
         played = upper.bit_count()
         if len(ranked) >= LAYER_PROBES and (not ranked or played + bottom_cards <= ranked[-1][0]):
             break
@@ -249,6 +252,12 @@ def _most_played(groups: _Groups) -> list[int]:
         ranked.sort(key=lambda item: -item[0])  # stable: earlier groups first on ties
         del ranked[LAYER_PROBES:]
     return [mask for _, mask in ranked]
+
+
+def _by_count_then_key(by_count: dict[int, list[int]]) -> Iterator[int]:
+    """The keys of ``by_count``'s lists, highest count first, then in ascending order."""
+    for count in sorted(by_count, reverse=True):
+        yield from sorted(by_count[count])
 
 
 def _contains(groups: _Groups, mask: int) -> bool:
