@@ -87,17 +87,12 @@ def layered(
                 if groups.get(_UPPER_MASK, 0) & _FULL_BOTTOM:
                     return drawn, _line_back(board, layers, (FULL, r, drawn)), states
                 front[r] = groups
-        layer_masks: _Groups = {}
-        for _, groups in found:
-            _merge(layer_masks, groups)
-        fresh.append(_take_new(met, layer_masks)[0])
+        fresh.append(_met_first(met, found))
         if drawn < limit:
             # Masks that already drew to this rank in an earlier layer were
             # expanded with it then; only masks met since need a start state.
             top = stock_ranks[drawn]
-            start = {}
-            for groups in fresh[next_start[top] :]:
-                _merge(start, groups)
+            start = _union(fresh[next_start[top] :])
             next_start[top] = len(fresh)
     return None, None, states
 
@@ -218,6 +213,31 @@ def _take_new(seen: _Groups, groups: _Groups) -> tuple[_Groups, int]:
         new[upper] = bits
         count += bits.bit_count()
     return new, count
+
+
+def _met_first(met: _Groups, layer: _Layer) -> _Groups:
+    """The masks of ``layer`` not in ``met``, added to it."""
+    new: _Groups = {}
+    for _, groups in layer:
+        for upper, bits in groups.items():
+            old = met.get(upper, 0)
+            bits &= ~old
+            if bits:
+                met[upper] = old | bits
+                new[upper] = new.get(upper, 0) | bits
+    return new
+
+
+def _union(pieces: list[_Groups]) -> _Groups:
+    """The masks of all ``pieces``: the largest copied whole, the others added to it."""
+    if not pieces:
+        return {}
+    largest = max(range(len(pieces)), key=lambda i: len(pieces[i]))
+    union = dict(pieces[largest])
+    for i, groups in enumerate(pieces):
+        if i != largest:
+            _merge(union, groups)
+    return union
 
 
 def _merge(into: _Groups, groups: _Groups) -> None:
