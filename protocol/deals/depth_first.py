@@ -102,19 +102,6 @@ def _adjacent(wrap: bool) -> tuple[tuple[int, ...], ...]:
     return (*adjacent, tuple(range(RANK_COUNT)))
 
 
-def sources(board: Board, limit: int, mask: int, drawn: int) -> tuple[list[int], list[int]]:
-    """Per rank: cards that may still reach the waste, and peak cards left."""
-    avail = [0] * RANK_COUNT
-    left = [0] * RANK_COUNT
-    for p, r in enumerate(board.peak_ranks):
-        if not mask >> p & 1:
-            avail[r] += 1
-            left[r] += 1
-    for r in board.stock_ranks[drawn:limit]:
-        avail[r] += 1
-    return avail, left
-
-
 def probe(
     board: Board, limit: int, failed: dict[int, int]
 ) -> tuple[list[Move] | None, int, bool]:
@@ -153,43 +140,30 @@ def depth_first(
     ``failed[mask | top << 28]`` is the fewest draws with which that state
     was proved lost; the same state with as many draws or more is lost too
     (see the module doc).  The search reads and extends it.
+
+    Every state is tested with the counting rule before it is expanded.  That
+    also covers the *dead rank* rule (a rank no card left can go before, but
+    the waste's top, must be played next): a play or draw of anything else
+    leaves that rank's set with more cards to play than predecessors.
     """
     peak_ranks = board.peak_ranks
     stock_ranks = board.stock_ranks
     cover_masks = board.cover_masks
     needs = board.needs
-    adjacent = board.adjacent
-    mask, drawn, top = (
-        (board.start_mask, board.start_drawn, board.start_top) if start is None else start
-    )
-    avail, left = sources(board, limit, mask, drawn)
-    start_forced = forced_at_start(board, avail, left, top)
-    if start_forced == -2:
-        return None, 0
-    line: list[Move] = []
-    count = [0]
-
-    def forced_after(r: int) -> int:
-        """After rank ``r`` lands on the waste: -2 if lost, a forced rank, or -1."""
-        forced = -1
-        for q in adjacent[r]:
-            if not left[q]:
-                continue
-            for a in adjacent[q]:  # a loop, not any(): no generator per state
-                if avail[a]:
-                    break
-            else:  # only the card just placed can still take rank q, once
-                if left[q] > 1 or forced >= 0:
-                    return -2
-                forced = q
-        return forced
-
     counting = board.counting(limit)
     weights = counting.weights
     credit = counting.credit
     biases = counting.biases
+    mask, drawn, top = (
+        (board.start_mask, board.start_drawn, board.start_top) if start is None else start
+    )
+    total = counting.mask_sum(mask)
+    if counting.lost(total, drawn, top):
+        return None, 0
+    line: list[Move] = []
+    count = [0]
 
-    def dfs(mask: int, drawn: int, top: int, forced: int, total: int) -> bool:
+    def dfs(mask: int, drawn: int, top: int, total: int) -> bool:
         key = mask | top << PEAK_CARDS
         if failed.get(key, _NEVER) <= drawn or count[0] >= budget:
             return False
@@ -198,53 +172,25 @@ def depth_first(
         for p in fitting[top]:
             if mask & needs[p] != cover_masks[p]:  # played already, or still covered
                 continue
-            r = peak_ranks[p]
-            if forced >= 0 and r != forced:
-                continue
             new_mask = mask | 1 << p
             if new_mask == FULL:
                 line.append(p)
                 return True
+            r = peak_ranks[p]
             new_total = total + weights[p]
-            if (new_total + bias - credit[r]) & lost:
-                continue
-            avail[r] -= 1
-            left[r] -= 1
-            after = forced_after(r)
-            won = after != -2 and dfs(new_mask, drawn, r, after, new_total)
-            avail[r] += 1
-            left[r] += 1
-            if won:
+            if not (new_total + bias - credit[r]) & lost and dfs(new_mask, drawn, r, new_total):
                 line.append(p)
                 return True
-        if forced < 0 and drawn < limit:
+        if drawn < limit:
             r = stock_ranks[drawn]
             bias, lost = biases[drawn + 1]
-            won = False
-            if not (total + bias - credit[r]) & lost:
-                avail[r] -= 1
-                after = forced_after(r)
-                won = after != -2 and dfs(mask, drawn + 1, r, after, total)
-                avail[r] += 1
-            if won:
+            if not (total + bias - credit[r]) & lost and dfs(mask, drawn + 1, r, total):
                 line.append(DRAW)
                 return True
         if count[0] < budget:  # a state cut short by the budget is not known lost
             failed[key] = drawn
         return False
 
-    won = dfs(mask, drawn, top, start_forced, counting.mask_sum(mask))
+    won = dfs(mask, drawn, top, total)
     line.reverse()
     return (line if won else None), count[0]
-
-
-def forced_at_start(board: Board, avail: list[int], left: list[int], top: int) -> int:
-    """The dead rank rule on the starting state: -2 if lost, a forced rank, or -1."""
-    forced = -1
-    for q in range(RANK_COUNT):
-        if left[q] and not any(avail[a] for a in board.adjacent[q]):
-            takes = top == EMPTY or top in board.adjacent[q]
-            if not takes or left[q] > 1 or forced >= 0:
-                return -2
-            forced = q
-    return forced

@@ -38,9 +38,6 @@ most one card.  Its counting form (:mod:`protocol.deals.counting`) is one
 addition per play on a packed integer: the depth-first search tests every
 state with it, the layered search the states right after each draw, whole
 groups of masks at a time (:class:`protocol.deals.layered.CountCheck`).
-The depth-first search also uses the simplest form, the *dead rank* rule
-(no card adjacent to ``q`` is left in the peaks or the stock within the
-draw limit, so only the waste's top can take it), to force its next play.
 
 Exactness: every state is expanded, skipped as dominated, or pruned by the
 sound rules above, so the answers (winnable, par) never depend on the budget,
