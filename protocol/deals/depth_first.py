@@ -141,10 +141,11 @@ def depth_first(
     was proved lost; the same state with as many draws or more is lost too
     (see the module doc).  The search reads and extends it.
 
-    Every state is tested with the counting rule before it is expanded.  That
-    also covers the *dead rank* rule (a rank no card left can go before, but
-    the waste's top, must be played next): a play or draw of anything else
-    leaves that rank's set with more cards to play than predecessors.
+    Every state is tested with the counting rule before it is expanded.  With
+    a card on the waste that also covers the *dead rank* rule (a rank no card
+    left can go before but the waste's top card must be played next): a play
+    or draw of anything else leaves that rank's set with more cards to play
+    than predecessors.
     """
     peak_ranks = board.peak_ranks
     stock_ranks = board.stock_ranks

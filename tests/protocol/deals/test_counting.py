@@ -159,3 +159,38 @@ def test_every_search_agrees_with_exhaustive_search_on_late_positions(
     assert solve_game(game, want_par=True).par == fewest
     if par_drawn is not None:
         assert par_drawn - drawn == fewest
+
+
+def _dead_rank(board: Board, limit: int, mask: int, drawn: int, top: int) -> bool:
+    """The dead rank rule: a rank left in the peaks that no card but the top card
+    can go before, with more than one card of it left or a top that cannot take
+    it; or two such ranks, which the one top cannot both go before."""
+    left = [0] * RANK_COUNT
+    avail = [0] * RANK_COUNT
+    for p, r in enumerate(board.peak_ranks):
+        if not mask >> p & 1:
+            left[r] += 1
+            avail[r] += 1
+    for r in board.stock_ranks[drawn:limit]:
+        avail[r] += 1
+    forced = [q for q in range(RANK_COUNT) if not any(avail[a] for a in board.adjacent[q])]
+    forced = [q for q in forced if left[q]]
+    takes = [q for q in forced if left[q] == 1 and top in board.adjacent[q]]
+    return len(forced) > len(takes) or len(takes) > 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=seeds, rules=rule_sets, data=st.data())
+def test_the_counting_rule_prunes_every_state_the_dead_rank_rule_prunes(
+    seed: str, rules: Rules, data: st.DataObject
+) -> None:
+    deal = candidate_deal(seed, 0, rules)
+    board = Board(deal)
+    limit = data.draw(st.integers(0, len(deal.stock)))
+    counting = board.counting(limit)
+    for mask in data.draw(reachable_masks(board)):
+        drawn = data.draw(st.integers(0, limit))
+        top = data.draw(st.integers(0, RANK_COUNT - 1))  # a card on the waste
+        if _dead_rank(board, limit, mask, drawn, top):
+            assert counting.lost(counting.mask_sum(mask), drawn, top)
+
