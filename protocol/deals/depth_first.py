@@ -7,8 +7,10 @@ waste's top card (:data:`EMPTY` for an empty waste).
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
+from protocol.deals.counting import Counting
 from protocol.rules.cards import RANK_COUNT, Card, is_adjacent, rank_of
 from protocol.rules.game import DRAW, Deal, Move
 from protocol.rules.layout import COVERED_BY, COVERS, PEAK_CARDS, ROWS, row_of
@@ -57,35 +59,47 @@ class Board:
         self.start_mask = mask
         self.start_drawn = drawn
         self.start_top = EMPTY if top is None else rank_of(top)
-        self.cover_masks = tuple(sum(1 << q for q in COVERED_BY[p]) for p in range(PEAK_CARDS))
-        adjacent = [
-            tuple(b for b in range(RANK_COUNT) if is_adjacent(a, b, wrap))
-            for a in range(RANK_COUNT)
-        ]
+        self.cover_masks = _COVER_MASKS
+        #: ``mask & needs[p] == cover_masks[p]`` when position ``p`` is free and not played
+        self.needs = _NEEDS
         #: ``adjacent[t]``: ranks that may go on top rank ``t`` (all, on an empty waste).
-        self.adjacent: tuple[tuple[int, ...], ...] = (*adjacent, tuple(range(RANK_COUNT)))
+        self.adjacent = _adjacent(wrap)
         #: ``fitting[t]``: positions whose card may go on top rank ``t``.
         self.fitting = self.fitting_in(_PROBE_ORDERS[0])
+        self._counting: dict[int, Counting] = {}
+
+    def counting(self, limit: int) -> Counting:
+        """The counting rule with at most ``limit`` cards drawn (made once per limit)."""
+        if limit not in self._counting:
+            wrap = RANK_COUNT - 1 in self.adjacent[0]
+            self._counting[limit] = Counting(self.peak_ranks, self.stock_ranks, wrap, limit)
+        return self._counting[limit]
 
     def fitting_in(self, order: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         """Per top rank, the positions whose card fits on it, in ``order``."""
+        by_rank: list[list[int]] = [[] for _ in range(RANK_COUNT)]
+        for p in order:
+            by_rank[self.peak_ranks[p]].append(p)
+        place = _PLACES[order]
         return tuple(
-            tuple(p for p in order if self.peak_ranks[p] in self.adjacent[top])
-            for top in range(RANK_COUNT + 1)
+            tuple(sorted([p for a in ranks for p in by_rank[a]], key=place.__getitem__))
+            for ranks in self.adjacent
         )
 
 
-def sources(board: Board, limit: int, mask: int, drawn: int) -> tuple[list[int], list[int]]:
-    """Per rank: cards that may still reach the waste, and peak cards left."""
-    avail = [0] * RANK_COUNT
-    left = [0] * RANK_COUNT
-    for p, r in enumerate(board.peak_ranks):
-        if not mask >> p & 1:
-            avail[r] += 1
-            left[r] += 1
-    for r in board.stock_ranks[drawn:limit]:
-        avail[r] += 1
-    return avail, left
+_COVER_MASKS: Final = tuple(sum(1 << q for q in COVERED_BY[p]) for p in range(PEAK_CARDS))
+_NEEDS: Final = tuple(c | 1 << p for p, c in enumerate(_COVER_MASKS))
+#: per probe order: each position's place in it
+_PLACES: Final = {order: {p: i for i, p in enumerate(order)} for order in _PROBE_ORDERS}
+
+
+@functools.cache
+def _adjacent(wrap: bool) -> tuple[tuple[int, ...], ...]:
+    """Per top rank, the ranks that may go on it; the empty waste takes every rank."""
+    adjacent = [
+        tuple(b for b in range(RANK_COUNT) if is_adjacent(a, b, wrap)) for a in range(RANK_COUNT)
+    ]
+    return (*adjacent, tuple(range(RANK_COUNT)))
 
 
 def probe(
@@ -126,81 +140,58 @@ def depth_first(
     ``failed[mask | top << 28]`` is the fewest draws with which that state
     was proved lost; the same state with as many draws or more is lost too
     (see the module doc).  The search reads and extends it.
+
+    Every state is tested with the counting rule before it is expanded.  With
+    a card on the waste that also covers the *dead rank* rule (a rank no card
+    left can go before but the waste's top card must be played next): a play
+    or draw of anything else leaves that rank's set with more cards to play
+    than predecessors.
     """
     peak_ranks = board.peak_ranks
     stock_ranks = board.stock_ranks
     cover_masks = board.cover_masks
-    adjacent = board.adjacent
+    needs = board.needs
+    counting = board.counting(limit)
+    weights = counting.weights
+    credit = counting.credit
+    biases = counting.biases
     mask, drawn, top = (
         (board.start_mask, board.start_drawn, board.start_top) if start is None else start
     )
-    avail, left = sources(board, limit, mask, drawn)
-    start_forced = forced_at_start(board, avail, left, top)
-    if start_forced == -2:
+    total = counting.mask_sum(mask)
+    if counting.lost(total, drawn, top):
         return None, 0
     line: list[Move] = []
     count = [0]
 
-    def forced_after(r: int) -> int:
-        """After rank ``r`` lands on the waste: -2 if lost, a forced rank, or -1."""
-        forced = -1
-        for q in adjacent[r]:
-            if left[q] and not any(avail[a] for a in adjacent[q]):
-                # only the card just placed can still take rank q, once
-                if left[q] > 1 or forced >= 0:
-                    return -2
-                forced = q
-        return forced
-
-    def dfs(mask: int, drawn: int, top: int, forced: int) -> bool:
+    def dfs(mask: int, drawn: int, top: int, total: int) -> bool:
         key = mask | top << PEAK_CARDS
         if failed.get(key, _NEVER) <= drawn or count[0] >= budget:
             return False
         count[0] += 1
+        bias, lost = biases[drawn]
         for p in fitting[top]:
-            if mask >> p & 1 or mask & cover_masks[p] != cover_masks[p]:
-                continue
-            r = peak_ranks[p]
-            if forced >= 0 and r != forced:
+            if mask & needs[p] != cover_masks[p]:  # played already, or still covered
                 continue
             new_mask = mask | 1 << p
             if new_mask == FULL:
                 line.append(p)
                 return True
-            avail[r] -= 1
-            left[r] -= 1
-            after = forced_after(r)
-            won = after != -2 and dfs(new_mask, drawn, r, after)
-            avail[r] += 1
-            left[r] += 1
-            if won:
+            r = peak_ranks[p]
+            new_total = total + weights[p]
+            if not (new_total + bias - credit[r]) & lost and dfs(new_mask, drawn, r, new_total):
                 line.append(p)
                 return True
-        if forced < 0 and drawn < limit:
+        if drawn < limit:
             r = stock_ranks[drawn]
-            avail[r] -= 1
-            after = forced_after(r)
-            won = after != -2 and dfs(mask, drawn + 1, r, after)
-            avail[r] += 1
-            if won:
+            bias, lost = biases[drawn + 1]
+            if not (total + bias - credit[r]) & lost and dfs(mask, drawn + 1, r, total):
                 line.append(DRAW)
                 return True
         if count[0] < budget:  # a state cut short by the budget is not known lost
             failed[key] = drawn
         return False
 
-    won = dfs(mask, drawn, top, start_forced)
+    won = dfs(mask, drawn, top, total)
     line.reverse()
     return (line if won else None), count[0]
-
-
-def forced_at_start(board: Board, avail: list[int], left: list[int], top: int) -> int:
-    """The dead rank rule on the starting state: -2 if lost, a forced rank, or -1."""
-    forced = -1
-    for q in range(RANK_COUNT):
-        if left[q] and not any(avail[a] for a in board.adjacent[q]):
-            takes = top == EMPTY or top in board.adjacent[q]
-            if not takes or left[q] > 1 or forced >= 0:
-                return -2
-            forced = q
-    return forced

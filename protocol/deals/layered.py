@@ -7,10 +7,10 @@ groups that share their upper rows; the counting rule prunes whole groups.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
-from protocol.deals.depth_first import EMPTY, FULL, Board, depth_first
+from protocol.deals.depth_first import FULL, Board, depth_first
 from protocol.rules.cards import RANK_COUNT
 from protocol.rules.game import DRAW, Move
 from protocol.rules.layout import COVERED_BY, PEAK_CARDS
@@ -57,7 +57,10 @@ def layered(
     start: _Groups = {board.start_mask & _UPPER_MASK: 1 << (board.start_mask >> _UPPER)}
     states = 0
     for drawn in range(board.start_drawn, limit + 1):
-        start = counts.keep_groups(_subtract(start, seen[top]), drawn, top)
+        # A start state with no card to play leads on only by drawing again, and
+        # its mask, met in an earlier layer, gets that start state later on.
+        moves = fit[top] if drawn > board.start_drawn else None
+        start = counts.keep_groups(start, drawn, top, seen[top], moves)
         _merge(seen[top], start)
         states += sum(bits.bit_count() for bits in start.values())
         found: _Layer = [(top, start)]
@@ -84,17 +87,12 @@ def layered(
                 if groups.get(_UPPER_MASK, 0) & _FULL_BOTTOM:
                     return drawn, _line_back(board, layers, (FULL, r, drawn)), states
                 front[r] = groups
-        layer_masks: _Groups = {}
-        for _, groups in found:
-            _merge(layer_masks, groups)
-        fresh.append(_take_new(met, layer_masks)[0])
+        fresh.append(_met_first(met, found))
         if drawn < limit:
             # Masks that already drew to this rank in an earlier layer were
             # expanded with it then; only masks met since need a start state.
             top = stock_ranks[drawn]
-            start = {}
-            for groups in fresh[next_start[top] :]:
-                _merge(start, groups)
+            start = _union(fresh[next_start[top] :])
             next_start[top] = len(fresh)
     return None, None, states
 
@@ -199,16 +197,6 @@ def _grow(
     return grown
 
 
-def _subtract(groups: _Groups, other: _Groups) -> _Groups:
-    """The masks of ``groups`` that are not in ``other``."""
-    left: _Groups = {}
-    for upper, bits in groups.items():
-        bits &= ~other.get(upper, 0)
-        if bits:
-            left[upper] = bits
-    return left
-
-
 def _take_new(seen: _Groups, groups: _Groups) -> tuple[_Groups, int]:
     """The masks of ``groups`` not in ``seen``, added to it; and how many."""
     new: _Groups = {}
@@ -227,6 +215,31 @@ def _take_new(seen: _Groups, groups: _Groups) -> tuple[_Groups, int]:
     return new, count
 
 
+def _met_first(met: _Groups, layer: _Layer) -> _Groups:
+    """The masks of ``layer`` not in ``met``, added to it."""
+    new: _Groups = {}
+    for _, groups in layer:
+        for upper, bits in groups.items():
+            old = met.get(upper, 0)
+            bits &= ~old
+            if bits:
+                met[upper] = old | bits
+                new[upper] = new.get(upper, 0) | bits
+    return new
+
+
+def _union(pieces: list[_Groups]) -> _Groups:
+    """The masks of all ``pieces``: the largest copied whole, the others added to it."""
+    if not pieces:
+        return {}
+    largest = max(range(len(pieces)), key=lambda i: len(pieces[i]))
+    union = dict(pieces[largest])
+    for i, groups in enumerate(pieces):
+        if i != largest:
+            _merge(union, groups)
+    return union
+
+
 def _merge(into: _Groups, groups: _Groups) -> None:
     """Add ``groups`` to ``into``."""
     for upper, bits in groups.items():
@@ -243,8 +256,11 @@ def _most_played(groups: _Groups) -> list[int]:
     """
     at_least = _at_least_played()
     bottom_cards = len(at_least) - 1
+    by_count: dict[int, list[int]] = {}
+    for upper in groups:  # bucketed, not sorted: only the first buckets are visited
+        by_count.setdefault(upper.bit_count(), []).append(upper)
     ranked: list[tuple[int, int]] = []
-    for upper in sorted(groups, key=lambda key: (-key.bit_count(), key)):
+    for upper in _by_count_then_key(by_count):
         played = upper.bit_count()
         if len(ranked) >= LAYER_PROBES and (not ranked or played + bottom_cards <= ranked[-1][0]):
             break
@@ -258,6 +274,12 @@ def _most_played(groups: _Groups) -> list[int]:
     return [mask for _, mask in ranked]
 
 
+def _by_count_then_key(by_count: dict[int, list[int]]) -> Iterator[int]:
+    """The keys of ``by_count``'s lists, highest count first, then in ascending order."""
+    for count in sorted(by_count, reverse=True):
+        yield from sorted(by_count[count])
+
+
 def _contains(groups: _Groups, mask: int) -> bool:
     """True when ``mask`` is one of the masks of ``groups``."""
     return bool(groups.get(mask & _UPPER_MASK, 0) >> (mask >> _UPPER) & 1)
@@ -269,20 +291,8 @@ def _holds(layer: _Layer, top: int, mask: int) -> bool:
 
 
 class CountCheck:
-    """The counting rule, tested on whole sets of masks in the layered search.
+    """The counting rule (:mod:`protocol.deals.counting`) on whole groups of masks.
 
-    Every peak card still to play needs a card of an adjacent rank placed on
-    the waste *immediately* before it, and each placement comes right before
-    at most one card.  So for a set ``Q`` of ranks, the peak cards of ranks in
-    ``Q`` still to play cannot outnumber the cards of ranks adjacent to ``Q``
-    that may still reach the waste (peak cards left, stock cards within the
-    draw limit) plus one for the waste's top if it is adjacent (Hall's
-    condition for that matching).  A mask breaking it for some ``Q`` is lost.
-
-    Checked for ``Q`` = one rank, and two or three ranks two apart (which
-    share neighbours).  The test is linear in the per-rank counts of played
-    cards, so all sets are checked at once on a packed integer: 10-bit fields,
-    one per ``Q``, summed from three lookup tables over the mask's bits.
     It is applied to the states right after each draw only: testing the
     states that plays reach too removed more states but cost more time than
     it saved (measured).  A group of masks is often decided whole: when its
@@ -290,75 +300,16 @@ class CountCheck:
     its best ones.
     """
 
-    _WIDTH: Final = 10
-    _HALF: Final = 1 << (_WIDTH - 1)
-
     def __init__(self, board: Board, limit: int) -> None:
-        self.board = board
-        self.limit = limit
-        wrap = board.adjacent[0] == (1, 12)
-        sets: list[tuple[int, ...]] = []
-        for size in (1, 2, 3):
-            for q in range(RANK_COUNT):
-                ranks = tuple((q + 2 * k) % RANK_COUNT if wrap else q + 2 * k for k in range(size))
-                if max(ranks) < RANK_COUNT:
-                    sets.append(ranks)
-        self.sets = sets
-        self.near = [sorted({a for q in ranks for a in board.adjacent[q]}) for ranks in sets]
-        weights = []
-        for p in range(PEAK_CARDS):
-            r = board.peak_ranks[p]
-            weights.append(
-                sum(
-                    ((r in near) - (r in ranks)) << (self._WIDTH * i)
-                    for i, (ranks, near) in enumerate(zip(sets, self.near, strict=True))
-                )
-            )
+        self.counting = counting = board.counting(limit)
+        weights = counting.weights
         # split where the layered search splits masks: rows above, bottom row
         self.tables = (_sums(weights[0:10]), _sums(weights[10:_UPPER]), _sums(weights[_UPPER:]))
-        #: per set, the largest and the smallest sum the bottom row can add to
-        #: its field, packed like the tables
-        self.bottom_range = tuple(
-            sum(
-                sum(pick(((r in near) - (r in ranks)), 0) for r in board.peak_ranks[_UPPER:])
-                << (self._WIDTH * i)
-                for i, (ranks, near) in enumerate(zip(sets, self.near, strict=True))
-            )
-            for pick in (max, min)
-        )
-        self.peaks = [board.peak_ranks.count(q) for q in range(RANK_COUNT)]
-        #: per top rank: one more spare placement for every set it is adjacent to
-        self.top_credit = [
-            sum(
-                1 << (self._WIDTH * i)
-                for i, near in enumerate(self.near)
-                if top == EMPTY or top in near
-            )
-            for top in range(RANK_COUNT + 1)
-        ]
-        self.cache: dict[int, tuple[int, int, list[int]]] = {}
-
-    def _bias(self, drawn: int) -> tuple[int, int, list[int]]:
-        """Packed bias and the bits that mean lost, with ``drawn`` draws and no top;
-        and per top rank what its being on the waste takes off the bias."""
-        stock = [0] * RANK_COUNT
-        for r in self.board.stock_ranks[drawn : self.limit]:
-            stock[r] += 1
-        bias = lost = 0
-        for i, (ranks, near) in enumerate(zip(self.sets, self.near, strict=True)):
-            spare = sum(self.peaks[a] + stock[a] for a in near) - sum(self.peaks[q] for q in ranks)
-            # the field is HALF + (played near Q) - (played in Q) - spare: lost when >= HALF
-            bias += (self._HALF - 1 - spare) << (self._WIDTH * i)
-            if sum(self.peaks[a] for a in near) > spare:  # else this set can never fail
-                lost |= self._HALF << (self._WIDTH * i)
-        return bias, lost, self.top_credit
 
     def _setup(self, drawn: int, top: int) -> tuple[int, int]:
         """The packed bias with ``drawn`` draws and this top, and the lost bits."""
-        if drawn not in self.cache:
-            self.cache[drawn] = self._bias(drawn)
-        bias, lost, credit = self.cache[drawn]
-        return bias - credit[top], lost
+        bias, lost = self.counting.biases[drawn]
+        return bias - self.counting.credit[top], lost
 
     def keep(self, masks: set[int], drawn: int, top: int) -> set[int]:
         """The masks that pass the counting rule with ``drawn`` draws and this top.
@@ -366,25 +317,47 @@ class CountCheck:
         The rule mask by mask: the search itself uses :meth:`keep_groups`,
         and the tests hold that one to this plain form.
         """
-        bias, lost = self._setup(drawn, top)
-        if not lost:
-            return masks
-        low, mid, bottom = self.tables
-        return {
-            m
-            for m in masks
-            if not (low[m & 1023] + mid[m >> 10 & 255] + bottom[m >> _UPPER] + bias) & lost
-        }
+        counting = self.counting
+        return {m for m in masks if not counting.lost(counting.mask_sum(m), drawn, top)}
 
-    def keep_groups(self, groups: _Groups, drawn: int, top: int) -> _Groups:
-        """:meth:`keep` for groups of masks (see :func:`layered`)."""
+    def keep_groups(
+        self,
+        groups: _Groups,
+        drawn: int,
+        top: int,
+        seen: _Groups | None = None,
+        moves: tuple[_GroupMove, ...] | None = None,
+    ) -> _Groups:
+        """:meth:`keep` for groups of masks (see :func:`layered`).
+
+        With ``seen``, its masks are left out first; with ``moves`` (the
+        group moves of the top rank), so are the masks that have no card to
+        play on that top.  All in one pass, since the layered search does
+        all three to every start state.
+        """
         bias, lost = self._setup(drawn, top)
-        if not lost:
-            return groups
         low, mid, bottom = self.tables
-        most, least = self.bottom_range
+        most, least = self.counting.bottom_range
         kept: _Groups = {}
         for upper, bits in groups.items():
+            if seen:
+                bits &= ~seen.get(upper, 0)
+                if not bits:
+                    continue
+            if moves is not None:
+                can = 0
+                for kind, a, b, c, _ in moves:
+                    if kind == 0:
+                        can |= bits & b
+                    elif kind == 1:
+                        if not upper & a:
+                            can |= bits & b
+                    elif upper & b == c:
+                        can = bits
+                        break
+                if not can:
+                    continue
+                bits = can
             base = low[upper & 1023] + mid[upper >> 10] + bias
             if not (base + most) & lost:
                 kept[upper] = bits  # passes whatever its bottom row holds
@@ -403,7 +376,7 @@ class CountCheck:
         return kept
 
 
-def _sums(weights: list[int]) -> list[int]:
+def _sums(weights: tuple[int, ...]) -> list[int]:
     """Table of the sums of every subset of ``weights``, indexed by bit pattern."""
     table = [0]
     for weight in weights:

@@ -34,11 +34,10 @@ layers before the breadth-first order would reach them.
 Both prune states that provably cannot be won, from one observation: a peak
 card of rank ``q`` can only be played right after a card of a rank adjacent
 to ``q`` reached the waste, and each card on the waste is followed by at
-most one card.  The depth-first search uses the simplest form (the *dead
-rank* rule: no card adjacent to ``q`` is left in the peaks or the stock
-within the draw limit, and the waste's top cannot take it).  The layered
-search uses the counting form on whole sets of masks
-(:class:`protocol.deals.layered.CountCheck`).
+most one card.  Its counting form (:mod:`protocol.deals.counting`) is one
+addition per play on a packed integer: the depth-first search tests every
+state with it, the layered search the states right after each draw, whole
+groups of masks at a time (:class:`protocol.deals.layered.CountCheck`).
 
 Exactness: every state is expanded, skipped as dominated, or pruned by the
 sound rules above, so the answers (winnable, par) never depend on the budget,
