@@ -324,7 +324,8 @@ async def _rounds(args: argparse.Namespace, store: RaceStore, logged: RaceStore)
         else:
             seconds = _replay(hub, conns, stream)
         best = min(best, seconds)
-        journal = Journal(SqlInputLog(logged), round_ + 1)
+        log = SqlInputLog(logged)
+        journal = Journal(log, round_ + 1)
         hub = _hub(logged, journal)
         journal.start()
         conns = [conn for conn, _sink in _setup(hub, args.rooms)]
@@ -333,7 +334,8 @@ async def _rounds(args: argparse.Namespace, store: RaceStore, logged: RaceStore)
         with_log = await _replay_logged(hub, conns, stream, args.turn)
         best_log = min(best_log, with_log)
         await journal.close()
-        await SqlInputLog(logged).drop(list(hub.handles))
+        await log.close()
+        await log.drop(list(hub.handles))
         print(
             f"round {round_ + 1}: {seconds * 1e6 / len(stream):.2f} us/move, "
             f"{with_log * 1e6 / len(stream):.2f} with the input log "
