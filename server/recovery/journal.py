@@ -30,7 +30,7 @@ from server import logs
 from server.race.inputs import Opened
 from server.race.outputs import Logged
 from server.recovery import codec
-from server.recovery.log import Entry, InputLog
+from server.recovery.log import InputLog, Run
 
 _encode_move: Final = codec.encode_move
 _encode: Final = codec.encode
@@ -199,41 +199,49 @@ class Journal:
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
 
-    def _entries(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> list[Entry]:
-        entries = []
-        following, epoch, encode = self._next, self.epoch, _encode
+    def _runs(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> list[Run]:
+        """Each room's staged inputs as one run, numbered on from the room's next index;
+        inputs of rooms no longer logged are left out."""
+        texts: dict[str, list[str]] = {}
+        following, encode = self._next, _encode
         for room, given in zip(rooms, staged, strict=True):
-            index = following.get(room)
-            if index is None:
-                continue
-            following[room] = index + 1
-            data = given if isinstance(given, str) else encode(given)
-            entries.append(Entry(room, index, epoch, data))
-        return entries
+            data = texts.get(room)
+            if data is None:
+                if room not in following:
+                    continue
+                data = texts[room] = []
+            data.append(given if isinstance(given, str) else encode(given))
+        runs = []
+        for room, data in texts.items():
+            first = following[room]
+            following[room] = first + len(data)
+            runs.append(Run(room, first, self.epoch, data))
+        return runs
 
     async def _commit(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> None:
-        entries = self._entries(rooms, staged)
-        if not entries:
+        runs = self._runs(rooms, staged)
+        if not runs:
             return
         for pause in (*RETRIES, None):
             try:
-                await self.log.append(entries)
+                await self.log.append(runs)
             except Exception as exc:  # whatever the back end raises, the races go on
                 error = str(exc) or type(exc).__name__
                 if pause is not None:
                     await asyncio.sleep(pause)
                     continue
-                self._failed(entries, error)
+                self._failed(runs, error)
                 return
             self.problem = None
-            self.entries_written += len(entries)
+            self.entries_written += sum(len(run.data) for run in runs)
             self.commits += 1
             return
 
-    def _failed(self, entries: Sequence[Entry], error: str) -> None:
-        """The log refused these entries for good: their rooms are no longer logged."""
-        rooms = sorted({entry.room for entry in entries})
-        self.problem = f"the input log refused {len(entries)} entries: {error}"
+    def _failed(self, runs: Sequence[Run], error: str) -> None:
+        """The log refused these runs for good: their rooms are no longer logged."""
+        rooms = sorted({run.room for run in runs})
+        count = sum(len(run.data) for run in runs)
+        self.problem = f"the input log refused {count} entries: {error}"
         logs.event("input_log_failed", level=logging.ERROR, rooms=rooms, reason=error)
         for room in rooms:
             self._next.pop(room, None)

@@ -41,46 +41,32 @@ _INSERT_SQLITE: Final = f"INSERT INTO {_COLUMNS} VALUES (?, ?, ?, ?)"
 _KEYS: Final = ("room_code", "idx", "epoch", "input_json")
 
 
-class LogEntry(Protocol):
-    """An entry as this module reads it (:class:`server.recovery.log.Entry` is one)."""
+class LogRun(Protocol):
+    """A run of entries as this module reads it (:class:`server.recovery.log.Run` is one)."""
 
     @property
     def room(self) -> str: ...
 
     @property
-    def index(self) -> int: ...
+    def first(self) -> int: ...
 
     @property
     def epoch(self) -> int: ...
 
     @property
-    def data(self) -> str: ...
+    def data(self) -> Sequence[str]: ...
 
 
-def _rows(entries: Sequence[LogEntry]) -> list[Row]:
-    """Each room's run of consecutive entries as one row ``(room, first index, epoch, data)``:
-    a row costs the database far more than its bytes."""
-    runs: dict[str, tuple[int, int, list[str]]] = {}  # room: (first index, epoch, data)
-    rows: list[Row] = []
-    for entry in entries:
-        room = entry.room
-        run = runs.get(room)
-        if run is not None and run[0] + len(run[2]) == entry.index and run[1] == entry.epoch:
-            run[2].append(entry.data)
-            continue
-        if run is not None:
-            rows.append(_row(room, run))
-        runs[room] = (entry.index, entry.epoch, [entry.data])
-    rows += [_row(room, run) for room, run in runs.items()]
+def _rows(runs: Sequence[LogRun]) -> list[Row]:
+    """Each run as one row ``(room, first index, epoch, its entries one per line)``: a row
+    costs the database far more than its bytes."""
+    rows = []
+    for run in runs:
+        text = "\n".join(run.data)
+        if text.count("\n") != len(run.data) - 1:
+            raise StorageError("an input log entry may not hold a newline")
+        rows.append((run.room, run.first, run.epoch, text))
     return rows
-
-
-def _row(room: str, run: tuple[int, int, list[str]]) -> Row:
-    first, epoch, data = run
-    text = "\n".join(data)
-    if text.count("\n") != len(data) - 1:
-        raise StorageError("an input log entry may not hold a newline")
-    return room, first, epoch, text
 
 
 class SqlInputLog:
@@ -98,12 +84,12 @@ class SqlInputLog:
             SqliteAppender(path, store.url, busy_timeout_s) if path is not None else None
         )
 
-    async def append(self, entries: Sequence[LogEntry]) -> None:
-        """Insert every entry in one transaction: one row per room, holding that room's
-        consecutive entries one per line (entries are JSON, which has no raw newline)."""
-        if not entries:
+    async def append(self, runs: Sequence[LogRun]) -> None:
+        """Insert every run in one transaction: one row each, holding the run's entries one
+        per line (entries are JSON, which has no raw newline)."""
+        if not runs:
             return
-        rows = _rows(entries)
+        rows = _rows(runs)
         if self._appender is not None:
             # Behind the store's own writers, not racing them for SQLite's lock.
             async with self.store._write_lock:
