@@ -23,7 +23,7 @@ by default).  With the log the loop yields every ``--turn`` moves, as the
 server's read loop does between batches of frames, so the journal commits
 while moves go on; the round ends once the last entry is committed.
 ``process_time`` counts every thread, so the log's figure holds the encoding,
-the commits on the database's thread and the held answers.
+the commits on the log's own thread and the held answers.
 """
 
 from __future__ import annotations

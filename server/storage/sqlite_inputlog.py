@@ -60,10 +60,11 @@ class SqliteAppender:
         if self._closed:
             raise StorageError(f"the input log of {self.url} is closed")
         if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._serve, name="input-log-appender", daemon=True
-            )
-            self._thread.start()
+            # A daemon: a server that never closes its log still exits (what is not
+            # committed was never acknowledged).
+            thread = threading.Thread(target=self._serve, name="input-log-appender", daemon=True)
+            thread.start()
+            self._thread = thread
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._jobs.put((rows, loop, done))
@@ -73,7 +74,7 @@ class SqliteAppender:
         """Finish the appends handed over so far, close the connection, end the thread."""
         self._closed = True
         thread, self._thread = self._thread, None
-        if thread is None:
+        if thread is None or not thread.is_alive():
             return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
