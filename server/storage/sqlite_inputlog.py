@@ -19,7 +19,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -50,6 +50,9 @@ class SqliteAppender:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
+        #: Called on the appender's thread with its connection before each transaction
+        #: (tests cap the database's size with it, as a full disk would).
+        self.prepare: Callable[[sqlite3.Connection], object] | None = None
 
     async def append(self, rows: Sequence[Row]) -> None:
         """Insert ``rows`` in one transaction; they are on disk when this returns.
@@ -101,6 +104,8 @@ class SqliteAppender:
         """Insert ``rows`` in one transaction: the connection to go on with, and the error."""
         try:
             conn = conn or self._open()
+            if self.prepare is not None:
+                self.prepare(conn)
             _insert(conn, rows)
         except Exception as exc:  # whatever it is, the waiting append gets it
             error = StorageError(f"cannot append to the input log of {self.url}: {exc}")
