@@ -23,7 +23,7 @@ by default).  With the log the loop yields every ``--turn`` moves, as the
 server's read loop does between batches of frames, so the journal commits
 while moves go on; the round ends once the last entry is committed.
 ``process_time`` counts every thread, so the log's figure holds the encoding,
-the commits on the database's thread and the held answers.
+the commits on the log's own thread and the held answers.
 """
 
 from __future__ import annotations
@@ -324,7 +324,8 @@ async def _rounds(args: argparse.Namespace, store: RaceStore, logged: RaceStore)
         else:
             seconds = _replay(hub, conns, stream)
         best = min(best, seconds)
-        journal = Journal(SqlInputLog(logged), round_ + 1)
+        log = SqlInputLog(logged)
+        journal = Journal(log, round_ + 1)
         hub = _hub(logged, journal)
         journal.start()
         conns = [conn for conn, _sink in _setup(hub, args.rooms)]
@@ -333,7 +334,8 @@ async def _rounds(args: argparse.Namespace, store: RaceStore, logged: RaceStore)
         with_log = await _replay_logged(hub, conns, stream, args.turn)
         best_log = min(best_log, with_log)
         await journal.close()
-        await SqlInputLog(logged).drop(list(hub.handles))
+        await log.close()
+        await log.drop(list(hub.handles))
         print(
             f"round {round_ + 1}: {seconds * 1e6 / len(stream):.2f} us/move, "
             f"{with_log * 1e6 / len(stream):.2f} with the input log "

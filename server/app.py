@@ -166,6 +166,8 @@ def create_app(
         finally:
             if CLUSTER in app:
                 await app[CLUSTER].node.stop()
+            else:
+                await log.close()  # after the hub's last commit (on_shutdown)
             if not app[_EXTERNAL_STORE]:
                 await app[STORE].close()
             if own_executor:

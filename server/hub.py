@@ -288,7 +288,7 @@ class Hub:
         """Send ``frame``, or hold it while inputs before it are not logged yet."""
         journal = self.journal
         if journal is not None and journal.holding:
-            journal.hold(functools.partial(conn.send, frame))
+            journal.hold_send(conn, frame)
         else:
             conn.send(frame)
 

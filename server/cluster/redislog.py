@@ -29,7 +29,7 @@ from server import logs
 from server.cluster import keys
 from server.cluster.directory import RedisUnavailable
 from server.cluster.node import ClusterNode
-from server.recovery.log import Entry
+from server.recovery.log import Run
 
 
 class RedisInputLog:
@@ -48,12 +48,14 @@ class RedisInputLog:
         epoch = self.node.epochs.get(room)
         return keys.owner_value(self.node.node_id, epoch) if epoch is not None else None
 
-    async def append(self, entries: Sequence[Entry]) -> None:
+    async def append(self, runs: Sequence[Run]) -> None:
         """Write every entry of a room this node still holds; fence out the others."""
         groups: dict[str, list[tuple[int, int, str]]] = {}
-        for entry in entries:
-            epoch = self.node.epochs.get(entry.room, 0)
-            groups.setdefault(entry.room, []).append((entry.index, epoch, entry.data))
+        for run in runs:
+            epoch = self.node.epochs.get(run.room, 0)
+            groups.setdefault(run.room, []).extend(
+                (index, epoch, data) for index, data in enumerate(run.data, run.first)
+            )
         fenced = [room for room in groups if self._value(room) is None]
         held = [(room, self._value(room) or "", groups[room]) for room in groups
                 if room not in fenced]

@@ -12,6 +12,7 @@ all) so a replay never reads the store.  Reconnect tokens appear only as digests
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -120,12 +121,20 @@ def encode_move(
     player_id: str, seq: int, action: m.MoveAction, position: int | None, now_ms: int
 ) -> str:
     """:func:`encode` of a move, the input logged most often, from its fields and without
-    the generic walk (the same text, byte for byte: tests/server/race/test_replay.py)."""
-    where = "null" if position is None else int(position)
-    return (
-        f'{{"t":"moved","player_id":{_string(player_id)},"seq":{int(seq)},'
-        f'"action":"{action.value}","position":{where},"now_ms":{int(now_ms)}}}'
-    )
+    the generic walk (the same text, byte for byte: tests/server/race/test_replay.py).
+    ``:d`` writes an int (a bool as 0 or 1) and refuses anything else."""
+    where = "null" if position is None else f"{position:d}"
+    return f'{_move_head(player_id)}{seq:d}{_MOVE_ACTION[action]}{where},"now_ms":{now_ms:d}}}'
+
+
+#: What follows ``seq`` in an encoded move, up to its position.
+_MOVE_ACTION: Final = {action: f',"action":"{action.value}","position":' for action in m.MoveAction}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _move_head(player_id: str) -> str:
+    """An encoded move up to its ``seq``: the same for all of a player's moves."""
+    return f'{{"t":"moved","player_id":{_string(player_id)},"seq":'
 
 
 #: Player ids are letters and digits: most need no escaping at all.

@@ -23,18 +23,27 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from protocol.wire.messages import MoveAction
 from server import logs
 from server.race.inputs import Opened
 from server.race.outputs import Logged
 from server.recovery import codec
-from server.recovery.log import Entry, InputLog
+from server.recovery.log import InputLog, Run
 
 _encode_move: Final = codec.encode_move
+_encode: Final = codec.encode
 #: Pauses before the tries of a refused append after the first.
 RETRIES: Final = (0.05, 0.25, 1.0)
+#: In the held outputs, in place of a frame: call the action itself.
+_CALL: Final = object()
+
+
+class Sender(Protocol):
+    """Whatever takes frames (a connection)."""
+
+    def send(self, frame: Any, /) -> None: ...
 
 
 class Journal:
@@ -55,18 +64,27 @@ class Journal:
         self.batch = batch
         #: Why the last commit failed, until one succeeds.
         self.problem: str | None = None
+        #: True when an output must wait (:meth:`hold`) for inputs not yet durable: kept
+        #: up to date here rather than worked out, as the hub asks before every frame.
+        self.holding = False
         #: Entries committed, and commits made (for the metrics and the benchmark).
         self.entries_written = 0
         self.commits = 0
         self._next: dict[str, int] = {}
-        #: (room, input), or for a move (room, player, seq, action, position, now).
-        self._staged: list[tuple[Any, ...]] = []
-        self._held: list[Callable[[], None]] = []
+        # Per move, two appends to lists and no object that the garbage collector
+        # would track (a tuple, a closure): the objects alive until a commit ends make
+        # the collector run more often, and for longer, than the moves themselves.
+        #: The input (for a move, its entry's text, encoded at once) and its room.
+        self._staged: list[Logged | str] = []
+        self._staged_rooms: list[str] = []
+        #: Held outputs, two items each: a sender and a frame, or an action and _CALL.
+        self._held: list[Any] = []
         self._drops: list[str] = []
         self._busy = False  # a commit is under way
         self._releasing = False
         self._closed = False
         self._wake = asyncio.Event()
+        self._woken = False  # _wake is set (an attribute is cheaper to ask, once per move)
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
@@ -77,11 +95,6 @@ class Journal:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
-    @property
-    def holding(self) -> bool:
-        """True when an output must wait (:meth:`hold`) for inputs not yet durable."""
-        return not self._releasing and bool(self._busy or self._staged or self._held)
-
     def record(self, room: str, given: Logged) -> None:
         """Log ``given``, an input that changed room ``room``, in the next commit."""
         if self._closed:
@@ -90,8 +103,9 @@ class Journal:
             self._next[room] = 0
         elif room not in self._next:
             return  # a room that is not logged (its log failed)
-        self._staged.append((room, given))
-        self._kick()
+        self._staged.append(given)
+        self._staged_rooms.append(room)
+        self._waiting()
 
     def record_move(
         self, room: str, player_id: str, seq: int, action: MoveAction, position: int | None,
@@ -99,18 +113,32 @@ class Journal:
     ) -> None:
         """:meth:`record` of a :class:`~server.race.inputs.Moved` from its fields (the move
         fast path makes no input object)."""
-        if not self._closed and room in self._next:
-            self._staged.append((room, player_id, seq, action, position, now_ms))
-            self._kick()
+        if room in self._next and not self._closed:
+            self._staged.append(_encode_move(player_id, seq, action, position, now_ms))
+            self._staged_rooms.append(room)
+            if not self._releasing:
+                self.holding = True
+            if not self._woken:
+                self._kick()
 
     def open(self, room: str, next_index: int = 0) -> None:
         """Log room ``room`` from now on, its next entry at ``next_index``."""
         self._next[room] = next_index
 
-    def hold(self, action: Callable[[], None]) -> None:
+    def hold(self, action: Callable[[], object]) -> None:
         """Carry out ``action`` once everything recorded so far is durable."""
-        self._held.append(action)
-        self._kick()
+        self._held += (action, _CALL)
+        self._waiting()
+
+    def hold_send(self, target: Sender, frame: object) -> None:
+        """:meth:`hold` of ``target.send(frame)``, without a closure (one per move)."""
+        held = self._held
+        held.append(target)
+        held.append(frame)
+        if not self._releasing:
+            self.holding = True
+        if not self._woken:
+            self._kick()
 
     def forget(self, room: str) -> None:
         """Room ``room`` closed: drop its log after what is recorded of it."""
@@ -136,8 +164,15 @@ class Journal:
             self._task = None
 
     # ---- the committer -----------------------------------------------------------
+    def _waiting(self) -> None:
+        """Something was staged or held: outputs wait, and the committer wakes."""
+        if not self._releasing:
+            self.holding = True
+        self._kick()
+
     def _kick(self) -> None:
-        if not self._wake.is_set():  # once per group: this runs for every move
+        if not self._woken:  # once per group
+            self._woken = True
             self._idle.clear()
             self._wake.set()
 
@@ -145,15 +180,17 @@ class Journal:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            self._woken = False
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
                 continue
             staged, self._staged = self._staged, []
+            rooms, self._staged_rooms = self._staged_rooms, []
             held, self._held = self._held, []
             drops, self._drops = self._drops, []
-            self._busy = True
+            self._busy = self.holding = True
             try:
-                await self._commit(staged)
+                await self._commit(rooms, staged)
                 if drops:
                     await self._drop(drops)
             finally:
@@ -162,42 +199,49 @@ class Journal:
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
 
-    def _entries(self, staged: Sequence[tuple[Any, ...]]) -> list[Entry]:
-        entries = []
-        following, epoch, encode, encode_move = self._next, self.epoch, codec.encode, _encode_move
-        for item in staged:
-            room = item[0]
-            index = following.get(room)
-            if index is None:
-                continue
-            following[room] = index + 1
-            data = encode(item[1]) if len(item) == 2 else encode_move(*item[1:])
-            entries.append(Entry(room, index, epoch, data))
-        return entries
+    def _runs(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> list[Run]:
+        """Each room's staged inputs as one run, numbered on from the room's next index;
+        inputs of rooms no longer logged are left out."""
+        texts: dict[str, list[str]] = {}
+        following, encode = self._next, _encode
+        for room, given in zip(rooms, staged, strict=True):
+            data = texts.get(room)
+            if data is None:
+                if room not in following:
+                    continue
+                data = texts[room] = []
+            data.append(given if isinstance(given, str) else encode(given))
+        runs = []
+        for room, data in texts.items():
+            first = following[room]
+            following[room] = first + len(data)
+            runs.append(Run(room, first, self.epoch, data))
+        return runs
 
-    async def _commit(self, staged: Sequence[tuple[Any, ...]]) -> None:
-        entries = self._entries(staged)
-        if not entries:
+    async def _commit(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> None:
+        runs = self._runs(rooms, staged)
+        if not runs:
             return
         for pause in (*RETRIES, None):
             try:
-                await self.log.append(entries)
+                await self.log.append(runs)
             except Exception as exc:  # whatever the back end raises, the races go on
                 error = str(exc) or type(exc).__name__
                 if pause is not None:
                     await asyncio.sleep(pause)
                     continue
-                self._failed(entries, error)
+                self._failed(runs, error)
                 return
             self.problem = None
-            self.entries_written += len(entries)
+            self.entries_written += sum(len(run.data) for run in runs)
             self.commits += 1
             return
 
-    def _failed(self, entries: Sequence[Entry], error: str) -> None:
-        """The log refused these entries for good: their rooms are no longer logged."""
-        rooms = sorted({entry.room for entry in entries})
-        self.problem = f"the input log refused {len(entries)} entries: {error}"
+    def _failed(self, runs: Sequence[Run], error: str) -> None:
+        """The log refused these runs for good: their rooms are no longer logged."""
+        rooms = sorted({run.room for run in runs})
+        count = sum(len(run.data) for run in runs)
+        self.problem = f"the input log refused {count} entries: {error}"
         logs.event("input_log_failed", level=logging.ERROR, rooms=rooms, reason=error)
         for room in rooms:
             self._next.pop(room, None)
@@ -211,15 +255,21 @@ class Journal:
             logs.event("input_log_drop_failed", level=logging.WARNING, rooms=list(rooms),
                        reason=str(exc))
 
-    def _release(self, held: Sequence[Callable[[], None]]) -> None:
+    def _release(self, held: list[Any]) -> None:
         self._releasing = True
+        self.holding = False
+        pairs = iter(held)
         try:
             with self.batch():
-                for action in held:
+                for target, frame in zip(pairs, pairs, strict=True):
                     try:
-                        action()
+                        if frame is _CALL:
+                            target()
+                        else:
+                            target.send(frame)
                     except Exception:
                         logs.failure("held_output_failed")
         finally:
             self._releasing = False
+            self.holding = bool(self._staged or self._held)
 

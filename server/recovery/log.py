@@ -4,7 +4,9 @@ Every input of a room's reducer is appended, as one encoded entry, to that
 room's log before the outputs it caused go out (:mod:`server.recovery.journal`
 batches them into group commits).  After a restart :mod:`server.recovery.resume`
 reads each room's log back and replays it into a fresh room.  A back end sees
-only opaque entries: it never decodes them.
+only opaque entries: it never decodes them.  Entries come to it in runs, each
+room's consecutive entries of one group commit together (:class:`Run`): a
+commit of thousands of moves makes a few objects, not one per move.
 
 Back ends:
 
@@ -16,7 +18,7 @@ Back ends:
 
 Contract (every back end):
 
-* :meth:`InputLog.append` makes all of its entries durable together (one
+* :meth:`InputLog.append` makes all of its runs' entries durable together (one
   transaction, one pipeline) or raises; after it returns they survive a crash.
 * Entries of one room come back from :meth:`InputLog.read` in ``index`` order
   (0, 1, 2, ...).  The one writer of a room (its journal) numbers them without
@@ -35,16 +37,15 @@ from typing import Protocol
 
 
 @dataclass(slots=True)
-class Entry:
-    """One logged input of room ``room``: its place in that room's log, the epoch of the
-    writer, and the input encoded by :mod:`server.recovery.codec` (one line of JSON).
-
-    Not frozen: the journal makes one per move, and a frozen one costs twice as much."""
+class Run:
+    """Consecutive logged inputs of room ``room``: the first one's index in that room's
+    log, the epoch of the writer, and the inputs, each encoded by
+    :mod:`server.recovery.codec` (one line of JSON), ``data[i]`` at index ``first + i``."""
 
     room: str
-    index: int
+    first: int
     epoch: int
-    data: str
+    data: list[str]
 
 
 class LogError(Exception):
@@ -58,8 +59,9 @@ class FencedError(LogError):
 class InputLog(Protocol):
     """Where rooms' inputs are kept until the rooms close."""
 
-    async def append(self, entries: Sequence[Entry]) -> None:
-        """Make every entry durable, all together; raise :class:`LogError` if not."""
+    async def append(self, runs: Sequence[Run]) -> None:
+        """Make every entry of ``runs`` durable, all together; raise :class:`LogError` if
+        not."""
         ...
 
     async def read(self, room: str) -> list[tuple[int, int, str]]:

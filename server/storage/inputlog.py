@@ -3,12 +3,14 @@
 ``room_inputs`` (Alembic revision ``0004``) holds, per row, a run of one
 room's consecutive entries, one per line, keyed by room code and the index of
 the run's first entry: one row per room per group commit, however many inputs.
-An append is one transaction: on SQLite it takes the store's write lock and
-commits with ``synchronous=FULL`` (see :mod:`server.storage.sqlite`), so
-entries survive a power cut once :meth:`SqlInputLog.append` returns.  Runs
-off the event loop like every other query of
-:class:`~server.storage.store.RaceStore`, whose connections it shares.  One
-node owns the database, so epochs are kept but not fenced.
+An append is one transaction, committed before :meth:`SqlInputLog.append`
+returns.  On a SQLite file it is written by
+:class:`~server.storage.sqlite_inputlog.SqliteAppender` (one thread, one
+connection, ``synchronous=FULL``: entries survive a power cut), queued behind
+the store's own writers; on PostgreSQL (and an in-memory SQLite database) it
+goes through :class:`~server.storage.store.RaceStore`'s connections like every
+other query.  Reads and drops always do.  One node owns the database, so
+epochs are kept but not fenced.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Final, Protocol
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
+from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
+from server.storage.sqlite_inputlog import Row, SqliteAppender
 from server.storage.store import RaceStore, StorageError
 
 metadata: Final = sa.MetaData()
@@ -37,57 +41,60 @@ _INSERT_SQLITE: Final = f"INSERT INTO {_COLUMNS} VALUES (?, ?, ?, ?)"
 _KEYS: Final = ("room_code", "idx", "epoch", "input_json")
 
 
-class LogEntry(Protocol):
-    """An entry as this module reads it (:class:`server.recovery.log.Entry` is one)."""
+class LogRun(Protocol):
+    """A run of entries as this module reads it (:class:`server.recovery.log.Run` is one)."""
 
     @property
     def room(self) -> str: ...
 
     @property
-    def index(self) -> int: ...
+    def first(self) -> int: ...
 
     @property
     def epoch(self) -> int: ...
 
     @property
-    def data(self) -> str: ...
+    def data(self) -> Sequence[str]: ...
 
 
-def _rows(entries: Sequence[LogEntry]) -> list[tuple[str, int, int, str]]:
-    """Each room's run of consecutive entries as one row ``(room, first index, epoch, data)``:
-    a row costs the database far more than its bytes."""
-    runs: dict[str, list[LogEntry]] = {}
-    rows: list[tuple[str, int, int, str]] = []
-    for entry in entries:
-        run = runs.get(entry.room)
-        if run and (run[-1].index + 1 != entry.index or run[-1].epoch != entry.epoch):
-            rows.append(_row(run))
-            run = None
-        if run is None:
-            run = runs[entry.room] = []
-        run.append(entry)
-    rows += [_row(run) for run in runs.values()]
+def _rows(runs: Sequence[LogRun]) -> list[Row]:
+    """Each run as one row ``(room, first index, epoch, its entries one per line)``: a row
+    costs the database far more than its bytes."""
+    rows = []
+    for run in runs:
+        text = "\n".join(run.data)
+        if text.count("\n") != len(run.data) - 1:
+            raise StorageError("an input log entry may not hold a newline")
+        rows.append((run.room, run.first, run.epoch, text))
     return rows
 
 
-def _row(run: Sequence[LogEntry]) -> tuple[str, int, int, str]:
-    if any("\n" in entry.data for entry in run):
-        raise StorageError("an input log entry may not hold a newline")
-    return run[0].room, run[0].index, run[0].epoch, "\n".join(entry.data for entry in run)
-
-
 class SqlInputLog:
-    """Rooms' input logs in ``store``'s database."""
+    """Rooms' input logs in ``store``'s database.
 
-    def __init__(self, store: RaceStore) -> None:
+    On a SQLite file the appends run on a thread of their own: :meth:`close` ends it
+    (reads and drops go on working).  ``busy_timeout_s`` is how long an append waits
+    for another process's write lock.
+    """
+
+    def __init__(self, store: RaceStore, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S) -> None:
         self.store = store
+        path = store.sqlite_path
+        self._appender = (
+            SqliteAppender(path, store.url, busy_timeout_s) if path is not None else None
+        )
 
-    async def append(self, entries: Sequence[LogEntry]) -> None:
-        """Insert every entry in one transaction: one row per room, holding that room's
-        consecutive entries one per line (entries are JSON, which has no raw newline)."""
-        if not entries:
+    async def append(self, runs: Sequence[LogRun]) -> None:
+        """Insert every run in one transaction: one row each, holding the run's entries one
+        per line (entries are JSON, which has no raw newline)."""
+        if not runs:
             return
-        rows = _rows(entries)
+        rows = _rows(runs)
+        if self._appender is not None:
+            # Behind the store's own writers, not racing them for SQLite's lock.
+            async with self.store._write_lock:
+                await self._appender.append(rows)
+            return
         try:
             async with self.store._transaction(exclusive=True) as conn:
                 if self.store.dialect == "sqlite":
@@ -101,6 +108,11 @@ class SqlInputLog:
             raise StorageError(
                 f"cannot append to the input log of {self.store.url}: {reason}"
             ) from exc
+
+    async def close(self) -> None:
+        """End the appender's thread once the appends under way are done (idempotent)."""
+        if self._appender is not None:
+            await self._appender.close()
 
     async def read(self, room: str) -> list[tuple[int, int, str]]:
         """Room ``room``'s entries as ``(index, epoch, data)``, in index order."""

@@ -20,7 +20,7 @@ import pytest
 from protocol.wire import messages as m
 from server.storage.store import RaceStore
 from tests import pgutil
-from tests.server.storage.diskfull import ROOMY, fill, limit_pages
+from tests.server.storage.diskfull import ROOMY, fill, limit_log_pages, limit_pages
 from tests.server.test_ops import LINE, SEED, get_json
 from tests.serverutil import TestClient, move_request, open_room, running_server
 
@@ -157,6 +157,8 @@ async def test_results_left_in_the_fallback_file_are_stored_at_the_next_start(
     while still full, and the next one, with room, stores what the file holds."""
     async with running_server(tmp_path) as server:
         limit_pages(server.store, {"pages": 1})
+        assert server.hub.journal is not None
+        limit_log_pages(server.hub.journal.log, {"pages": 1})  # the disk is full for it too
         await fill(server.store)
         host, race_id = await race_to_the_last_move(server.ws_url, "ann")
         await host.send(move_request(len(LINE), LINE[-1]))

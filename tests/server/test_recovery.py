@@ -208,21 +208,21 @@ async def test_reconnect_tokens_are_stored_only_as_digests(tmp_path: Path) -> No
 async def test_the_sql_log_gives_back_every_entry_in_order_however_appends_group_them(
     db_url: str,
 ) -> None:
-    from server.recovery.log import Entry
+    from server.recovery.log import Run
 
     store = await RaceStore.connect(db_url)
     log = SqlInputLog(store)
     try:
-        await log.append([Entry("A", 0, 1, '{"n":0}'), Entry("B", 0, 1, '{"n":"b"}'),
-                          Entry("A", 1, 1, '{"n":1}')])
-        await log.append([Entry("A", 2, 2, '{"n":2}'), Entry("A", 3, 2, '{"n":3}')])
+        await log.append([Run("A", 0, 1, ['{"n":0}', '{"n":1}']), Run("B", 0, 1, ['{"n":"b"}'])])
+        await log.append([Run("A", 2, 2, ['{"n":2}']), Run("A", 3, 2, ['{"n":3}'])])
         assert await log.read("A") == [
             (0, 1, '{"n":0}'), (1, 1, '{"n":1}'), (2, 2, '{"n":2}'), (3, 2, '{"n":3}')
         ]
         assert await log.rooms() == ["A", "B"] and await log.max_epoch() == 2
         with pytest.raises(StorageError, match="newline"):
-            await log.append([Entry("A", 4, 2, "{}\n{}")])
+            await log.append([Run("A", 4, 2, ["{}", "{}\n{}"])])
         await log.drop(["A"])
         assert await log.rooms() == ["B"] and await log.read("A") == []
     finally:
+        await log.close()
         await store.close()

@@ -1,5 +1,6 @@
 """A full disk without root: SQLite's own ``PRAGMA max_page_count`` caps a store's
-database at its current size, on every connection the store checks out."""
+database at its current size, on every connection the store checks out (and on the
+input log's own connection, :func:`limit_log_pages`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import event
 
+from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
 from tests.server.storage.test_store import make_record
 
@@ -23,6 +25,15 @@ def limit_pages(store: RaceStore, limit: dict[str, int]) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA max_page_count={limit['pages']}")
         cursor.close()
+
+
+def limit_log_pages(log: object, limit: dict[str, int]) -> None:
+    """:func:`limit_pages` for the connection of a SQL input log on a SQLite file: a full
+    disk refuses its appends too."""
+    assert isinstance(log, SqlInputLog)
+    appender = log._appender
+    assert appender is not None
+    appender.prepare = lambda conn: conn.execute(f"PRAGMA max_page_count={limit['pages']}")
 
 
 async def fill(store: RaceStore) -> None:

@@ -1,0 +1,129 @@
+"""The journal on a real SQLite file: a held frame goes out only once every input recorded
+before it is on disk, in the order held; a log that keeps refusing lets the races go on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from protocol.wire.messages import MoveAction
+from server.recovery.journal import RETRIES, Journal
+from server.storage.inputlog import SqlInputLog
+from server.storage.store import RaceStore
+from tests.server.storage.test_inputlog import stored_rows, write_locked
+
+
+class Socket:
+    """A connection that notes each frame and how many entries the file held as it came."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sent: list[tuple[object, int]] = []
+
+    def send(self, frame: object) -> None:
+        durable = sum(len(row[3].split("\n")) for row in stored_rows(self.path))
+        self.sent.append((frame, durable))
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[RaceStore]:
+    opened = await RaceStore.connect(f"sqlite:///{tmp_path / 'races.db'}")
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def path_of(store: RaceStore) -> Path:
+    path = store.sqlite_path
+    assert path is not None
+    return path
+
+
+async def test_held_frames_go_out_in_order_once_the_moves_before_them_are_on_disk(
+    store: RaceStore,
+) -> None:
+    log = SqlInputLog(store)
+    journal = Journal(log, 4)
+    socket = Socket(path_of(store))
+    journal.start()
+    journal.open("A", next_index=5)
+    try:
+        assert not journal.holding
+        for seq in range(1, 31):
+            journal.record_move("A", "p1", seq, MoveAction.DRAW, None, 1_000 + seq)
+            assert journal.holding
+            journal.hold_send(socket, seq)
+            if seq == 10:
+                journal.hold(lambda: socket.send("after ten"))
+                await journal.flush()  # a commit of its own: the next run goes on from 15
+        await journal.flush()
+        assert not journal.holding
+        frames = [frame for frame, _durable in socket.sent]
+        assert frames == [*range(1, 11), "after ten", *range(11, 31)]
+        for frame, durable in socket.sent:
+            assert durable >= (frame if isinstance(frame, int) else 10)
+        entries = await log.read("A")
+        assert [index for index, _epoch, _data in entries] == list(range(5, 35))
+        moves = [json.loads(data) for _index, epoch, data in entries if epoch == 4]
+        assert [move["seq"] for move in moves] == list(range(1, 31))
+        assert moves[0] == {"t": "moved", "player_id": "p1", "seq": 1, "action": "draw",
+                            "position": None, "now_ms": 1_001}
+        assert journal.entries_written == 30 and journal.commits == 2
+    finally:
+        await journal.close()
+        await log.close()
+
+
+async def test_a_log_that_keeps_refusing_lets_the_frames_out_and_stops_logging_the_room(
+    store: RaceStore,
+) -> None:
+    path = path_of(store)
+    log = SqlInputLog(store, busy_timeout_s=0.05)
+    journal = Journal(log, 1)
+    socket = Socket(path)
+    journal.start()
+    journal.open("A")
+    journal.open("B")
+    try:
+        with write_locked(path):
+            journal.record_move("A", "p1", 1, MoveAction.PLAY, 3, 1_000)
+            journal.hold_send(socket, "a1")
+            async with asyncio.timeout(sum(RETRIES) + 10):
+                while not socket.sent:  # every try refused, then the frame goes out anyway
+                    await asyncio.sleep(0.02)
+            assert socket.sent == [("a1", 0)]
+            assert journal.problem is not None and "database is locked" in journal.problem
+        journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 1_100)
+        assert not journal.holding  # room A is no longer logged: nothing waits for it
+        journal.record_move("B", "p2", 1, MoveAction.DRAW, None, 1_200)
+        journal.hold_send(socket, "b1")
+        await journal.flush()
+        assert socket.sent[-1] == ("b1", 1)
+        assert journal.problem is None  # a later write worked
+        assert await log.rooms() == ["B"] and await log.read("A") == []
+    finally:
+        await journal.close()
+        await log.close()
+
+
+async def test_closing_commits_what_is_recorded_and_records_nothing_after(
+    store: RaceStore,
+) -> None:
+    log = SqlInputLog(store)
+    journal = Journal(log, 1)
+    socket = Socket(path_of(store))
+    journal.start()
+    journal.open("A")
+    journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1_000)
+    journal.hold_send(socket, "answer")
+    await journal.close()
+    await log.close()
+    assert socket.sent == [("answer", 1)]
+    journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 1_100)
+    assert not journal.holding
+    assert len(await log.read("A")) == 1
