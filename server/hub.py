@@ -479,7 +479,14 @@ class Hub:
             self.reply(conns[0], out.message)
 
     def _to_players(self, handle: RoomHandle, out: ToPlayers) -> None:
-        self.broadcast(self._conns(handle.room.connected_players()), out.message)
+        conn_of = self.lobby.conn_of
+        conns = []
+        for pid, seat in handle.room.seats.items():
+            if seat.connected:
+                conn = conn_of(pid)
+                if conn is not None and not conn.closed:
+                    conns.append(conn)
+        self.broadcast(conns, out.message)
 
     def _to_spectators(self, handle: RoomHandle, out: ToSpectators) -> None:
         room = handle.room
@@ -488,10 +495,10 @@ class Hub:
                 self._watch(handle, out.message)
             return
         feed = handle.feed
-        if feed.can_release_now():
-            # No delay, nothing held back: straight to the spectators (the feed keeps
-            # the snapshot); no queue, no release pass.
-            sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+        # No delay, nothing held back: straight to the spectators (the feed keeps the
+        # snapshot); no queue, no release pass.
+        sent = feed.release_now(out.message, out.key, out.new_race, out.quiet)
+        if sent is not None:
             if sent and room.spectators:
                 self._watch(handle, out.message)
             return
@@ -522,7 +529,8 @@ class Hub:
 
     def _send_tick(self, handle: RoomHandle) -> None:
         parts, handle.tick, handle.tick_old = handle.tick, [], []
-        conns = [c for c in self._conns(handle.room.spectators) if c in self._ticking]
+        ticking = self._ticking
+        conns = [c for c in self._conns(handle.room.spectators) if c in ticking]
         for update in pack_updates(parts):
             if type(update) is not m.SpectatorUpdate:
                 self.broadcast(conns, update)

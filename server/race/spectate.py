@@ -77,11 +77,14 @@ class SpectatorFeed(Generic[T]):
         self._queue.append(_Queued(now_ms + self.delay_ms, key, frame, new_race, quiet))
 
     def release_now(
-        self, frame: T, key: str | None = None, *, new_race: bool = False, quiet: bool = False
-    ) -> bool:
+        self, frame: T, key: str | None = None, new_race: bool = False, quiet: bool = False
+    ) -> bool | None:
         """:meth:`push` and :meth:`due` at once, for a feed without delay and with nothing
-        queued (the usual case, and the cheap one): True when ``frame`` is to be sent now.
-        The caller has checked :meth:`can_release_now`."""
+        queued (the usual case, and the cheap one): True when ``frame`` is to be sent now,
+        False when it is quiet.  ``None``, and nothing done, when the feed holds frames
+        back (see :meth:`can_release_now`): ``frame`` is for :meth:`push` then."""
+        if self.delay_ms or self._queue:
+            return None
         if new_race:
             self._snapshot.clear()
         if key is not None:
@@ -229,24 +232,24 @@ def pack_updates(messages: Sequence[ServerMessage]) -> list[ServerMessage]:
     packed: list[ServerMessage] = []
     progress: Progress | None = None
     boards: list[SpectatorBoard] = []
-
-    def close() -> None:
-        nonlocal progress
+    players: set[str] = set()
+    for message in messages:
+        if type(message) is SpectatorBoard:
+            if message.player_id in players:
+                packed.append(SpectatorUpdate(progress, tuple(boards)))
+                progress, boards = None, []
+                players.clear()
+            boards.append(message)
+            players.add(message.player_id)
+            continue
         if progress is not None or boards:
             packed.append(SpectatorUpdate(progress, tuple(boards)))
-        progress = None
-        boards.clear()
-
-    for message in messages:
+            progress, boards = None, []
+            players.clear()
         if type(message) is Progress:
-            close()
             progress = message
-        elif type(message) is SpectatorBoard:
-            if any(board.player_id == message.player_id for board in boards):
-                close()
-            boards.append(message)
         else:
-            close()
             packed.append(message)
-    close()
+    if progress is not None or boards:
+        packed.append(SpectatorUpdate(progress, tuple(boards)))
     return packed
