@@ -437,8 +437,8 @@ class Hub:
     def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
         return {
             Send: self._frame,
-            ToPlayers: self._frame,
-            ToSpectators: self._frame,
+            ToPlayers: self._frame_for_players,
+            ToSpectators: self._frame_for_spectators,
             Snapshot: self._frame,
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
@@ -472,6 +472,20 @@ class Hub:
             handle.held.append(out)
             return
         self._frames[type(out)](handle, out)
+
+    def _frame_for_players(self, handle: RoomHandle, out: ToPlayers) -> None:
+        """:meth:`_frame` of a frame for the players, one call less for the usual one."""
+        if handle.writing or type(out.message) is m.RaceOver:
+            self._frame(handle, out)
+        else:
+            self._to_players(handle, out)
+
+    def _frame_for_spectators(self, handle: RoomHandle, out: ToSpectators) -> None:
+        """:meth:`_frame` of a frame for the spectators, one call less for the usual one."""
+        if handle.writing or type(out.message) is m.RaceOver:
+            self._frame(handle, out)
+        else:
+            self._to_spectators(handle, out)
 
     def _send(self, _handle: RoomHandle, out: Send) -> None:
         conns = self._conns((out.player_id,))

@@ -136,6 +136,14 @@ class Connection:
 
     def _write_now(self, frame: Frame) -> bool:
         """Write ``frame`` to the socket if it takes data right now (no backlog)."""
+        staged = self.staged
+        if staged and isinstance(frame, bytes):
+            # The batch holds frames of this socket: it took data when the first was
+            # staged, and nothing was written since (a spectator's frames of one flush).
+            size = len(frame)
+            staged.append(BINARY_HEADERS[size] if size < TABLED else frame_header(OP_BINARY, size))
+            staged.append(frame)
+            return True
         transport = self.transport
         if (
             transport is None
@@ -153,7 +161,6 @@ class Connection:
             data = frame
         batch = self.batch
         if batch.depth:
-            staged = self.staged
             if not staged:
                 batch.staged.append(self)
             staged.append(header)
