@@ -2,6 +2,8 @@
 
 ``python -m bench.hotpath [--rooms 50] [--moves 200000] [--repeat 5] [--profile] [--fanout]``
 
+(``--profile`` profiles the last round: the moves, or with ``--fanout`` the flushes.)
+
 It builds a real :class:`~server.hub.Hub` with racing rooms of 4 (the load
 benchmark's room options) and connections whose socket is a byte sink, then
 feeds :meth:`~server.hub.Hub.fast_move` a recorded stream of move frames
@@ -226,10 +228,12 @@ def _replay(hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]) 
 
 
 def _replay_fanout(
-    hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]]
+    hub: Hub, conns: list[Connection], stream: list[tuple[int, bytes]],
+    profile: cProfile.Profile | None = None,
 ) -> tuple[float, int, int]:
     """:func:`_replay`, firing every room's due progress flush after each two moves per
-    player; the CPU seconds of the flushes alone, their count and the frames they sent."""
+    player; the CPU seconds of the flushes alone, their count and the frames they sent
+    (with ``profile``, the flushes alone are profiled)."""
     handles = list(hub.handles.values())
     per_round = 2 * len(conns)
     flush_s, flushes, frames = 0.0, 0, 0
@@ -238,10 +242,14 @@ def _replay_fanout(
         _replay(hub, conns, stream[start : start + per_round])
         sent = hot.frames_sent
         started = time.process_time()
+        if profile is not None:
+            profile.enable()
         for handle in handles:
             if PROGRESS_TIMER in handle.timers:
                 hub._fire(handle, PROGRESS_TIMER)
                 flushes += 1
+        if profile is not None:
+            profile.disable()
         flush_s += time.process_time() - started
         frames += hot.frames_sent - sent
     return flush_s, flushes, frames
@@ -256,7 +264,10 @@ def _fanout(args: argparse.Namespace, stream: list[tuple[int, bytes]], store: Ra
             hub = _hub(store)
             conns = [conn for conn, _sink in _setup(hub, args.rooms, 1, updates)]
             writes = _Sink.writes
-            seconds, flushes, frames = _replay_fanout(hub, conns, stream)
+            profile = cProfile.Profile() if args.profile and round_ == args.repeat - 1 else None
+            seconds, flushes, frames = _replay_fanout(hub, conns, stream, profile)
+            if profile is not None:
+                pstats.Stats(profile).sort_stats("tottime").print_stats(25)
             writes = _Sink.writes - writes - len(stream)
             best[updates] = min(best[updates], seconds / max(1, flushes))
             kind = "spectator_update" if updates else "separate frames"
@@ -350,7 +361,8 @@ def main() -> None:
     parser.add_argument("--rooms", type=int, default=50)
     parser.add_argument("--moves", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--profile", action="store_true", help="cProfile the last round")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the last round (with --fanout: its flushes)")
     parser.add_argument("--fanout", action="store_true",
                         help="time the progress flushes (one spectator per room) instead")
     parser.add_argument("--turn", type=int, default=200, help="moves between yields (log)")

@@ -437,8 +437,8 @@ class Hub:
     def _room_output_table(self) -> dict[type[Any], Callable[[RoomHandle, Any], None]]:
         return {
             Send: self._frame,
-            ToPlayers: self._frame,
-            ToSpectators: self._frame,
+            ToPlayers: self._frame_for_players,
+            ToSpectators: self._frame_for_spectators,
             Snapshot: self._frame,
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
             CancelTimer: self._cancel_timer,
@@ -473,13 +473,34 @@ class Hub:
             return
         self._frames[type(out)](handle, out)
 
+    def _frame_for_players(self, handle: RoomHandle, out: ToPlayers) -> None:
+        """:meth:`_frame` of a frame for the players, one call less for the usual one."""
+        if handle.writing or type(out.message) is m.RaceOver:
+            self._frame(handle, out)
+        else:
+            self._to_players(handle, out)
+
+    def _frame_for_spectators(self, handle: RoomHandle, out: ToSpectators) -> None:
+        """:meth:`_frame` of a frame for the spectators, one call less for the usual one."""
+        if handle.writing or type(out.message) is m.RaceOver:
+            self._frame(handle, out)
+        else:
+            self._to_spectators(handle, out)
+
     def _send(self, _handle: RoomHandle, out: Send) -> None:
         conns = self._conns((out.player_id,))
         if conns:
             self.reply(conns[0], out.message)
 
     def _to_players(self, handle: RoomHandle, out: ToPlayers) -> None:
-        self.broadcast(self._conns(handle.room.connected_players()), out.message)
+        conn_of = self.lobby.conn_of
+        conns = []
+        for pid, seat in handle.room.seats.items():
+            if seat.connected:
+                conn = conn_of(pid)
+                if conn is not None and not conn.closed:
+                    conns.append(conn)
+        self.broadcast(conns, out.message)
 
     def _to_spectators(self, handle: RoomHandle, out: ToSpectators) -> None:
         room = handle.room
@@ -488,10 +509,10 @@ class Hub:
                 self._watch(handle, out.message)
             return
         feed = handle.feed
-        if feed.can_release_now():
-            # No delay, nothing held back: straight to the spectators (the feed keeps
-            # the snapshot); no queue, no release pass.
-            sent = feed.release_now(out.message, out.key, new_race=out.new_race, quiet=out.quiet)
+        # No delay, nothing held back: straight to the spectators (the feed keeps the
+        # snapshot); no queue, no release pass.
+        sent = feed.release_now(out.message, out.key, out.new_race, out.quiet)
+        if sent is not None:
             if sent and room.spectators:
                 self._watch(handle, out.message)
             return
@@ -522,7 +543,8 @@ class Hub:
 
     def _send_tick(self, handle: RoomHandle) -> None:
         parts, handle.tick, handle.tick_old = handle.tick, [], []
-        conns = [c for c in self._conns(handle.room.spectators) if c in self._ticking]
+        ticking = self._ticking
+        conns = [c for c in self._conns(handle.room.spectators) if c in ticking]
         for update in pack_updates(parts):
             if type(update) is not m.SpectatorUpdate:
                 self.broadcast(conns, update)

@@ -284,6 +284,11 @@ class Game:
         return self._undos
 
     @property
+    def board(self) -> tuple[str | None, ...]:
+        """:attr:`PlayerView.board` alone, without building the whole view."""
+        return tuple(self._board)
+
+    @property
     def history(self) -> tuple[Move, ...]:
         """The moves that stand (undone moves are gone from it)."""
         return tuple(self._history)

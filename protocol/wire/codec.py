@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 
 import msgpack
 
-from protocol.rules.game import HIDDEN
+from protocol.rules.game import HIDDEN, Status
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.schema import StructNode, compile_struct, register_check, since
@@ -167,6 +167,10 @@ def _progress_wire(message: Any) -> dict[str, object]:
     }
 
 
+#: Each game status as the wire writes it (a look-up, not an enum's ``value`` property).
+_STATUS_WIRE: Final = {status: status.value for status in Status}
+
+
 def _view_wire(view: m.BoardView, top: object) -> dict[str, object]:
     return {
         "board": view.board,
@@ -175,15 +179,26 @@ def _view_wire(view: m.BoardView, top: object) -> dict[str, object]:
         "moves": view.moves,
         "draws": view.draws,
         "undos": view.undos,
-        "status": view.status.value,
+        "status": _STATUS_WIRE[view.status],
     }
 
 
 def _board_wire(message: Any) -> dict[str, object]:
+    view = message.view
     return {
         "t": m.SpectatorBoard.TAG,
         "player_id": message.player_id,
-        "view": _view_wire(message.view, message.view.waste_top),
+        "view": _view_wire(view, view.waste_top),
+        "elapsed_ms": message.elapsed_ms,
+    }
+
+
+def _board_entry(message: m.SpectatorBoard) -> dict[str, object]:
+    """A board inside a ``spectator_update``: :func:`_board_wire` without its tag."""
+    view = message.view
+    return {
+        "player_id": message.player_id,
+        "view": _view_wire(view, view.waste_top),
         "elapsed_ms": message.elapsed_ms,
     }
 
@@ -193,11 +208,7 @@ def _update_wire(message: Any) -> dict[str, object]:
     if message.progress is not None:
         progress = _progress_wire(message.progress)
         del progress["t"]
-    boards = []
-    for board in message.boards:
-        entry = _board_wire(board)
-        del entry["t"]
-        boards.append(entry)
+    boards = [_board_entry(board) for board in message.boards]
     return {"t": m.SpectatorUpdate.TAG, "progress": progress, "boards": boards}
 
 
@@ -266,9 +277,7 @@ def encode_update(
     enc = _DIALECTS[encoding]
     if update.progress is None or progress_frame is None or enc.version < 2:
         return encode(update, encoding)
-    boards = [_board_wire(board) for board in update.boards]
-    for board in boards:
-        del board["t"]
+    boards = [_board_entry(board) for board in update.boards]
     if enc.binary:
         assert isinstance(progress_frame, bytes)
         if not progress_frame.startswith(_PROGRESS_HEAD_MSGPACK):

@@ -188,6 +188,8 @@ class Race:
         self.faces: tuple[int, ...] = tuple(face(p, card) for p, card in enumerate(deal.peaks))
         #: ``Racer.seen``'s bit for the card at each position.
         self.bits: tuple[int, ...] = tuple(1 << card for card in deal.peaks)
+        #: The position of each peak card (spectators' boards hide faces by card).
+        self.positions: dict[int, int] = {card: p for p, card in enumerate(deal.peaks)}
         self.over = False
         self.end_ms: int | None = None
 

@@ -20,12 +20,12 @@ For a spectator who asked for them, :func:`pack_updates` packs the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
-from protocol.rules.cards import DECK_SIZE
-from protocol.rules.game import HIDDEN
+from protocol.rules.cards import ALL_CODES, DECK_SIZE
+from protocol.rules.game import HIDDEN, Game
 from protocol.wire.messages import (
     BoardView,
     Progress,
@@ -77,11 +77,14 @@ class SpectatorFeed(Generic[T]):
         self._queue.append(_Queued(now_ms + self.delay_ms, key, frame, new_race, quiet))
 
     def release_now(
-        self, frame: T, key: str | None = None, *, new_race: bool = False, quiet: bool = False
-    ) -> bool:
+        self, frame: T, key: str | None = None, new_race: bool = False, quiet: bool = False
+    ) -> bool | None:
         """:meth:`push` and :meth:`due` at once, for a feed without delay and with nothing
-        queued (the usual case, and the cheap one): True when ``frame`` is to be sent now.
-        The caller has checked :meth:`can_release_now`."""
+        queued (the usual case, and the cheap one): True when ``frame`` is to be sent now,
+        False when it is quiet.  ``None``, and nothing done, when the feed holds frames
+        back (see :meth:`can_release_now`): ``frame`` is for :meth:`push` then."""
+        if self.delay_ms or self._queue:
+            return None
         if new_race:
             self._snapshot.clear()
         if key is not None:
@@ -132,30 +135,50 @@ def visible_cards(race: Race) -> int:
     return visible
 
 
-def spectator_view(racer: Racer, visible: int) -> BoardView:
+def spectator_view(
+    racer: Racer, visible: int, positions: Mapping[int, int] | None = None
+) -> BoardView:
     """``racer``'s board as spectators see it: their own view, with the face of every
-    card not in ``visible`` shown as ``"??"`` (on the board and on the waste)."""
-    view = racer.view()
-    if visible == ALL_CARDS:
-        board = view.board
-    else:
-        # A list comprehension, not a generator: this runs for every board of every flush.
-        board = tuple([
-            entry if entry is None or entry == HIDDEN or visible >> card & 1 else HIDDEN
-            for entry, card in zip(view.board, racer.game.deal.peaks, strict=True)
-        ])
-    top = racer.game.waste_top
-    waste = view.waste_top if top is None or visible >> top & 1 else HIDDEN
-    return BoardView(
-        board, waste, view.stock_left, view.moves, view.draws, view.undos, view.status
-    )
+    card not in ``visible`` shown as ``"??"`` (on the board and on the waste).
+
+    ``positions``: each peak card's position (:attr:`Race.positions`), when at hand.
+    """
+    game = racer.game
+    top, stock_left, _cleared, moves, draws, undos, status = game.tally()
+    board = game.board
+    # Every face on the racer's board is a card they have seen (Racer.seen): only the
+    # few seen and not visible can need hiding, each found by its card.
+    hide = racer.seen & ~visible
+    if hide:
+        if positions is None:
+            positions = {card: p for p, card in enumerate(game.deal.peaks)}
+        entries: list[str | None] | None = None
+        while hide:
+            low = hide & -hide
+            hide ^= low
+            position = positions.get(low.bit_length() - 1)
+            if position is not None and board[position] is not None:
+                if entries is None:
+                    entries = list(board)
+                entries[position] = HIDDEN
+        if entries is not None:
+            board = tuple(entries)
+    waste = None if top is None else ALL_CODES[top] if visible >> top & 1 else HIDDEN
+    return BoardView(board, waste, stock_left, moves, draws, undos, status)
 
 
 class BoardsShown:
-    """The board spectators were last shown of each racer, for one race."""
+    """The board spectators were last shown of each racer, for one race.
+
+    Each is kept with what it was built from: the racer's game, its counters
+    of moves and undos (every play, draw and undo adds one, and the board shows
+    both, so it changes exactly when they do) and the visible cards among those
+    the racer has seen (no other card can show on their board).  While these
+    stay the same, the board is not built again.
+    """
 
     def __init__(self) -> None:
-        self._shown: dict[str, BoardView] = {}
+        self._shown: dict[str, tuple[Game, int, int, int, BoardView]] = {}
         self._visible = -1
 
     def forget(self) -> None:
@@ -175,13 +198,21 @@ class BoardsShown:
         wanted = None if visible != self._visible else set(moved)
         self._visible = visible
         elapsed = race.elapsed(race.end_ms or now_ms)
+        shown, positions = self._shown, race.positions
         boards = []
         for pid, racer in race.racers.items():
             if wanted is not None and pid not in wanted:
                 continue
-            view = spectator_view(racer, visible)
-            if self._shown.get(pid) != view:
-                self._shown[pid] = view
+            game = racer.game
+            moves, undos, seen = game.moves, game.undos, visible & racer.seen
+            last = shown.get(pid)
+            same = last is not None and last[0] is game and last[1] == moves and last[2] == undos
+            if same and last is not None and last[3] == seen:
+                continue
+            view = spectator_view(racer, visible, positions)
+            shown[pid] = (game, moves, undos, seen, view)
+            # Other counters of the same game: another board for sure; else compared.
+            if last is None or (not same and last[0] is game) or last[4] != view:
                 boards.append(SpectatorBoard(pid, view, elapsed))
         return boards
 
@@ -201,24 +232,24 @@ def pack_updates(messages: Sequence[ServerMessage]) -> list[ServerMessage]:
     packed: list[ServerMessage] = []
     progress: Progress | None = None
     boards: list[SpectatorBoard] = []
-
-    def close() -> None:
-        nonlocal progress
+    players: set[str] = set()
+    for message in messages:
+        if type(message) is SpectatorBoard:
+            if message.player_id in players:
+                packed.append(SpectatorUpdate(progress, tuple(boards)))
+                progress, boards = None, []
+                players.clear()
+            boards.append(message)
+            players.add(message.player_id)
+            continue
         if progress is not None or boards:
             packed.append(SpectatorUpdate(progress, tuple(boards)))
-        progress = None
-        boards.clear()
-
-    for message in messages:
+            progress, boards = None, []
+            players.clear()
         if type(message) is Progress:
-            close()
             progress = message
-        elif type(message) is SpectatorBoard:
-            if any(board.player_id == message.player_id for board in boards):
-                close()
-            boards.append(message)
         else:
-            close()
             packed.append(message)
-    close()
+    if progress is not None or boards:
+        packed.append(SpectatorUpdate(progress, tuple(boards)))
     return packed

@@ -33,9 +33,11 @@ from protocol.wire.messages import Closing
 from server import logs
 from server.transport.direct import DirectResponse, FrameHook
 from server.transport.framing import (
+    BINARY_HEADERS,
     OP_BINARY,
     OP_PING,
     OP_TEXT,
+    TABLED,
     WriteBatch,
     close_frame,
     frame_header,
@@ -134,6 +136,14 @@ class Connection:
 
     def _write_now(self, frame: Frame) -> bool:
         """Write ``frame`` to the socket if it takes data right now (no backlog)."""
+        staged = self.staged
+        if staged and isinstance(frame, bytes):
+            # The batch holds frames of this socket: it took data when the first was
+            # staged, and nothing was written since (a spectator's frames of one flush).
+            size = len(frame)
+            staged.append(BINARY_HEADERS[size] if size < TABLED else frame_header(OP_BINARY, size))
+            staged.append(frame)
+            return True
         transport = self.transport
         if (
             transport is None
@@ -144,16 +154,19 @@ class Connection:
             return False
         if isinstance(frame, str):
             data = frame.encode()
-            opcode = OP_TEXT
+            header = frame_header(OP_TEXT, len(data))
         else:
-            data, opcode = frame, OP_BINARY
+            size = len(frame)
+            header = BINARY_HEADERS[size] if size < TABLED else frame_header(OP_BINARY, size)
+            data = frame
         batch = self.batch
         if batch.depth:
-            if not self.staged:
+            if not staged:
                 batch.staged.append(self)
-            self.staged += (frame_header(opcode, len(data)), data)
+            staged.append(header)
+            staged.append(data)
         else:
-            transport.write(frame_header(opcode, len(data)) + data)
+            transport.write(header + data)
         return True
 
     def write_staged(self) -> None:

@@ -34,6 +34,11 @@ _HEADERS: Final = {
 }
 
 
+#: :func:`frame_header` of a binary frame of each size below :data:`TABLED`, by size.
+BINARY_HEADERS: Final = _HEADERS[OP_BINARY]
+TABLED: Final = _TABLED
+
+
 def frame_header(opcode: int, size: int) -> bytes:
     """The header of a final, unmasked, uncompressed server frame (RFC 6455, 5.2)."""
     return _HEADERS[opcode][size] if size < _TABLED else _header(opcode, size)

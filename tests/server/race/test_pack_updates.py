@@ -3,6 +3,8 @@ lost, nothing reordered, every other frame left between them."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,3 +61,15 @@ def test_a_flush_of_progress_and_two_boards_is_one_frame() -> None:
         m.SpectatorUpdate(progress, tuple(boards)),
         finish,
     ]
+
+
+@given(st.lists(frames, max_size=30))
+def test_an_update_ends_only_at_another_progress_a_players_second_board_or_another_frame(
+    messages: list[m.ServerMessage],
+) -> None:
+    packed = pack_updates(messages)
+    # Each update but the last of a run was closed by what starts the next one.
+    for update, after in pairwise(packed):
+        if isinstance(update, m.SpectatorUpdate) and isinstance(after, m.SpectatorUpdate):
+            ids = {board.player_id for board in update.boards}
+            assert after.progress is not None or after.boards[0].player_id in ids
