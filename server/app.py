@@ -84,10 +84,16 @@ def stop_executor(executor: concurrent.futures.Executor) -> None:
     Waiting for it could take long, since idle-priority workers get no CPU
     while anything else wants it.  (Blocking: call it off the event loop.)
     """
-    executor.shutdown(wait=False, cancel_futures=True)
+    # Taken first: shutdown() forgets its workers (and then waits for the job at hand,
+    # at exit, if they are not killed).  None can start after it.
     processes = getattr(executor, "_processes", None) or {}
+    executor.shutdown(wait=False, cancel_futures=True)
     for process in list(processes.values()):
-        process.kill()  # SIGKILL: an idle-priority worker may wait long for CPU to die
+        # Even SIGKILL needs CPU time to end a process: an idle-priority worker on a
+        # busy machine would take seconds, so it is given normal priority first.
+        with contextlib.suppress(AttributeError, OSError):
+            os.sched_setscheduler(process.pid, os.SCHED_OTHER, os.sched_param(0))
+        process.kill()
     for process in list(processes.values()):
         process.join(timeout=5)
 

@@ -7,6 +7,7 @@ sockets, since no HTTP library sends them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -25,6 +26,7 @@ import pytest
 
 from protocol.wire import messages as m
 from server import logs
+from server.app import make_executor, stop_executor
 from tests.serverutil import TestClient, connect, open_room
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,11 +128,19 @@ def described(processes: list[psutil.Process]) -> str:
     return "; ".join(lines) or "none found"
 
 
-async def killed(server: Proc) -> list[bytes]:
-    """SIGKILL the server; every line of its stderr (see :func:`rest_of_stderr`)."""
-    server.proc.send_signal(signal.SIGKILL)
-    lines = await rest_of_stderr(server)  # first: wait() waits for stderr's end too
-    await asyncio.wait_for(server.proc.wait(), 30)
+async def ended(server: Proc, signum: int = signal.SIGTERM) -> list[bytes]:
+    """Signal the server, wait for its exit (status 0 after SIGTERM), and return every
+    line of its stderr (see :func:`rest_of_stderr`)."""
+    server.proc.send_signal(signum)
+    deadline = time.monotonic() + 60  # a loaded machine stops a server slowly
+    # Not wait(): it waits for stderr's end as well, which is tested on its own below.
+    while server.proc.returncode is None:
+        assert time.monotonic() < deadline, f"the server ignored signal {signum} for 60 s"
+        await asyncio.sleep(0.05)
+    lines = await rest_of_stderr(server)
+    await asyncio.wait_for(server.proc.wait(), 10)
+    if signum == signal.SIGTERM:
+        assert server.proc.returncode == 0, b"".join(lines[-5:])
     return lines
 
 
@@ -182,9 +192,7 @@ async def test_broken_requests_log_a_json_line_each_at_a_bounded_rate_and_no_tra
         for n in range(300):
             await send_and_read(server.port, BAD_REQUESTS[n % len(BAD_REQUESTS)])
         elapsed = time.monotonic() - started
-        server.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.proc.wait(), 30) == 0
-        docs = json_objects(await rest_of_stderr(server))
+        docs = json_objects(await ended(server))
     bad = [doc for doc in docs if doc["event"] == "bad_http_request"]
     windows = elapsed // logs.THROTTLE_WINDOW_S + 1
     assert 1 <= len(bad) <= logs.THROTTLE_LINES * windows, len(bad)
@@ -198,7 +206,7 @@ async def test_a_server_killed_outright_leaves_only_json_lines_on_stderr(tmp_pat
     """The deal pool's resource tracker outlives a killed server and used to warn in text."""
     async with tripeaks_server(tmp_path) as server:
         await asyncio.sleep(0.5)
-        docs = json_objects(await killed(server))
+        docs = json_objects(await ended(server, signal.SIGKILL))
     assert docs[-1]["event"] == "server_started"
 
 
@@ -293,7 +301,7 @@ async def test_no_process_of_a_killed_servers_pool_outlives_it_whenever_it_dies(
     async with launched(tmp_path, "--deal-workers", "2") as server:
         await moment(server, clients)  # clients: kept open until the server is gone
         before = pool_processes(server)
-        lines = await killed(server)
+        lines = await ended(server, signal.SIGKILL)
         deadline = time.monotonic() + 5  # stderr is closed as a process exits: let it end
         while (left := survivors(server, before)) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
@@ -304,6 +312,27 @@ async def test_no_process_of_a_killed_servers_pool_outlives_it_whenever_it_dies(
     json_objects(lines)
 
 
+def test_stopping_the_pool_ends_its_worker_at_once_even_with_a_job_under_way() -> None:
+    """Else the server, at exit, waits for the job (idle priority: long on a busy machine)."""
+    ours = {p.pid for p in psutil.Process().children()}
+    executor = make_executor(1)
+    future = executor.submit(time.sleep, 300)
+    deadline = time.monotonic() + 60
+    while not (workers := [p for p in psutil.Process().children() if p.pid not in ours
+                           and is_worker(p)]):
+        assert time.monotonic() < deadline, "no worker started"
+        time.sleep(0.01)
+    try:
+        stop_executor(executor)
+        with pytest.raises(concurrent.futures.process.BrokenProcessPool):
+            future.result(timeout=30)
+        assert not [p for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+
+
 async def test_a_silent_connection_to_tripeaks_server_is_closed_after_the_request_timeout(
     tmp_path: Path,
 ) -> None:
@@ -311,8 +340,7 @@ async def test_a_silent_connection_to_tripeaks_server_is_closed_after_the_reques
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         assert await asyncio.wait_for(reader.read(), 10) == b""
         writer.close()
-        server.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.proc.wait(), 30) == 0
+        json_objects(await ended(server))
 
 
 def test_the_throttle_admits_a_few_lines_per_window_and_counts_the_rest() -> None:
