@@ -75,7 +75,7 @@ def make_executor(workers: int, *, idle: bool = True) -> concurrent.futures.Proc
         max_workers=max(1, workers),
         mp_context=context,
         initializer=_init_worker,
-        initargs=(idle,),
+        initargs=(os.getpid(), idle),
     )
 
 
@@ -85,17 +85,24 @@ def stop_executor(executor: concurrent.futures.Executor) -> None:
     Waiting for it could take long, since idle-priority workers get no CPU
     while anything else wants it.  (Blocking: call it off the event loop.)
     """
-    executor.shutdown(wait=False, cancel_futures=True)
+    # Taken first: shutdown() forgets its workers (and then waits for the job at hand,
+    # at exit, if they are not killed).  None can start after it.
     processes = getattr(executor, "_processes", None) or {}
+    executor.shutdown(wait=False, cancel_futures=True)
     for process in list(processes.values()):
-        process.kill()  # SIGKILL: an idle-priority worker may wait long for CPU to die
+        # Even SIGKILL needs CPU time to end a process: an idle-priority worker on a
+        # busy machine would take seconds, so it is given normal priority first.
+        with contextlib.suppress(AttributeError, OSError):
+            os.sched_setscheduler(process.pid, os.SCHED_OTHER, os.sched_param(0))
+        process.kill()
     for process in list(processes.values()):
         process.join(timeout=5)
 
 
-def _init_worker(idle: bool) -> None:
-    """Prepare a deal worker: it dies with the server, and maybe runs at idle priority."""
-    _die_with_parent()
+def _init_worker(server_pid: int, idle: bool) -> None:
+    """Prepare a deal worker: it dies with the server (process ``server_pid``), and
+    maybe runs at idle priority."""
+    _die_with_parent(server_pid)
     # Ctrl-C reaches the terminal's whole process group: the server stops its
     # workers itself, and a worker's own KeyboardInterrupt would only print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -103,12 +110,19 @@ def _init_worker(idle: bool) -> None:
         _idle_priority()
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(server_pid: int) -> None:
+    """End this worker with the server, or now if the server is gone already."""
     # Linux prctl(PR_SET_PDEATHSIG, SIGKILL): a server killed outright (SIGKILL, OOM)
     # cannot stop its pool, so the kernel does it.  Elsewhere this is skipped.
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    # A worker's start (imports) takes seconds on a busy machine.  A server killed
+    # before the prctl above sends no signal, and the worker would wait on its call
+    # queue for ever, holding the server's stderr open: checked after the prctl, so
+    # one of the two always ends it.  os._exit: an exception would print a traceback.
+    if os.getppid() != server_pid:
+        os._exit(0)
 
 
 def _idle_priority() -> None:

@@ -7,6 +7,7 @@ sockets, since no HTTP library sends them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -14,15 +15,19 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import pytest
 
+from protocol.wire import messages as m
 from server import logs
+from server.app import make_executor, stop_executor
+from tests.serverutil import TestClient, connect, open_room
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,47 +49,112 @@ UNKNOWN_SUBPROTOCOL = (
 )
 
 
+#: Seconds stderr may stay open once the server has ended: a deal worker that was
+#: still starting (importing, seconds on a busy machine) when the server died then
+#: notices and exits.  No more: a worker that waits for work holds stderr for ever.
+STDERR_EOF_S = 15.0
+#: The environment variable marking every process one test's server starts (a killed
+#: server's processes are reparented: their parent no longer finds them).
+MARKER = "LOG_LINES_TEST_RUN"
+
+
 @dataclass
 class Proc:
     proc: asyncio.subprocess.Process
-    port: int
-    lines: list[bytes]
+    marker: str
+    port: int = 0
+    lines: list[bytes] = field(default_factory=list)
 
 
 @asynccontextmanager
-async def tripeaks_server(tmp_path: Path, *flags: str) -> AsyncIterator[Proc]:
-    """``python -m server`` on a free port, once its ``server_started`` line is out."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+async def launched(tmp_path: Path, *flags: str) -> AsyncIterator[Proc]:
+    """``python -m server`` on a free port, just started; whatever it and its processes
+    leave running at the end is killed (a failing test must not leave them behind)."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "PYTHONPATH": str(ROOT), MARKER: marker}
     args = ["--port", "0", "--db", f"sqlite:///{tmp_path / 'races.db'}", "--deals-ahead", "0"]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "server", *args, "--deal-workers", "1", *flags,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env, cwd=ROOT,
     )
-    assert proc.stderr is not None
-    lines: list[bytes] = []
     try:
-        while True:
-            line = await asyncio.wait_for(proc.stderr.readline(), 30)
-            assert line, b"".join(lines)
-            lines.append(line)
-            if b'"server_started"' in line:
-                break
-        yield Proc(proc, json.loads(line)["port"], lines)
+        yield Proc(proc, marker)
     finally:
         if proc.returncode is None:
             proc.kill()
-            await proc.wait()
+        for process in marked(marker):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        # wait() returns once stderr is closed as well, by every process holding it.
+        await asyncio.wait_for(proc.wait(), 30)
 
 
-async def _exited(processes: list[psutil.Process]) -> None:
-    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes):
-        await asyncio.sleep(0.1)
+async def started(server: Proc) -> None:
+    """Read stderr up to the ``server_started`` line, and note the port it names."""
+    assert server.proc.stderr is not None
+    while True:
+        line = await asyncio.wait_for(server.proc.stderr.readline(), 30)
+        assert line, b"".join(server.lines)
+        server.lines.append(line)
+        if b'"server_started"' in line:
+            server.port = json.loads(line)["port"]
+            return
+
+
+@asynccontextmanager
+async def tripeaks_server(tmp_path: Path, *flags: str) -> AsyncIterator[Proc]:
+    """``python -m server`` on a free port, once its ``server_started`` line is out."""
+    async with launched(tmp_path, *flags) as server:
+        await started(server)
+        yield server
+
+
+def marked(marker: str) -> list[psutil.Process]:
+    """The live processes whose environment carries ``marker``."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):  # gone, a zombie, or not ours to read
+            if process.environ().get(MARKER) == marker:
+                found.append(process)
+    return found
+
+
+def described(processes: list[psutil.Process]) -> str:
+    """Each process's pid and command line, for a failure message."""
+    lines = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            lines.append(f"{process.pid}: {' '.join(process.cmdline())[:160]}")
+    return "; ".join(lines) or "none found"
+
+
+async def ended(server: Proc, signum: int = signal.SIGTERM) -> list[bytes]:
+    """Signal the server, wait for its exit (status 0 after SIGTERM), and return every
+    line of its stderr (see :func:`rest_of_stderr`)."""
+    server.proc.send_signal(signum)
+    deadline = time.monotonic() + 60  # a loaded machine stops a server slowly
+    # Not wait(): it waits for stderr's end as well, which is tested on its own below.
+    while server.proc.returncode is None:
+        assert time.monotonic() < deadline, f"the server ignored signal {signum} for 60 s"
+        await asyncio.sleep(0.05)
+    lines = await rest_of_stderr(server)
+    await asyncio.wait_for(server.proc.wait(), 10)
+    if signum == signal.SIGTERM:
+        assert server.proc.returncode == 0, b"".join(lines[-5:])
+    return lines
 
 
 async def rest_of_stderr(proc: Proc) -> list[bytes]:
-    """Every line up to the end of stderr (the server's and whatever it started)."""
+    """Every line up to the end of stderr (the server's and whatever it started); fails
+    naming the processes still holding it :data:`STDERR_EOF_S` seconds on."""
     assert proc.proc.stderr is not None
-    rest = await asyncio.wait_for(proc.proc.stderr.read(), 60)
+    try:
+        rest = await asyncio.wait_for(proc.proc.stderr.read(), STDERR_EOF_S)
+    except TimeoutError:
+        raise AssertionError(
+            f"stderr still open {STDERR_EOF_S} s after the server ended; "
+            f"its processes left: {described(marked(proc.marker))}"
+        ) from None
     return proc.lines + rest.splitlines(keepends=True)
 
 
@@ -122,9 +192,7 @@ async def test_broken_requests_log_a_json_line_each_at_a_bounded_rate_and_no_tra
         for n in range(300):
             await send_and_read(server.port, BAD_REQUESTS[n % len(BAD_REQUESTS)])
         elapsed = time.monotonic() - started
-        server.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.proc.wait(), 30) == 0
-        docs = json_objects(await rest_of_stderr(server))
+        docs = json_objects(await ended(server))
     bad = [doc for doc in docs if doc["event"] == "bad_http_request"]
     windows = elapsed // logs.THROTTLE_WINDOW_S + 1
     assert 1 <= len(bad) <= logs.THROTTLE_LINES * windows, len(bad)
@@ -134,23 +202,135 @@ async def test_broken_requests_log_a_json_line_each_at_a_bounded_rate_and_no_tra
     assert docs[-1]["event"] == "server_stopped"
 
 
-@pytest.mark.skip(reason="hangs since today's merges: stderr stays open after SIGKILL (a deal "
-                  "worker outlives the server); cause not yet found")
 async def test_a_server_killed_outright_leaves_only_json_lines_on_stderr(tmp_path: Path) -> None:
     """The deal pool's resource tracker outlives a killed server and used to warn in text."""
     async with tripeaks_server(tmp_path) as server:
         await asyncio.sleep(0.5)
-        children = psutil.Process(server.proc.pid).children(recursive=True)
-        server.proc.send_signal(signal.SIGKILL)
-        await server.proc.wait()
-        # The resource tracker says its piece and exits; a deal worker left busy would
-        # hold stderr open for as long as its job runs: give them 10 s, then end them.
-        _, pending = await asyncio.wait([asyncio.ensure_future(_exited(children))], timeout=10)
-        for child in children if pending else ():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        docs = json_objects(await rest_of_stderr(server))
+        docs = json_objects(await ended(server, signal.SIGKILL))
     assert docs[-1]["event"] == "server_started"
+
+
+def pool_processes(server: Proc) -> list[psutil.Process]:
+    """The server's children: its deal workers and their resource tracker."""
+    children: list[psutil.Process] = []
+    with contextlib.suppress(psutil.NoSuchProcess):
+        children = psutil.Process(server.proc.pid).children()
+    return children
+
+
+def is_worker(process: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return "spawn_main" in " ".join(process.cmdline())
+    return False
+
+
+def is_ready(process: psutil.Process) -> bool:
+    """Whether a deal worker is past its start: its initializer set idle priority."""
+    with contextlib.suppress(OSError):
+        return os.sched_getscheduler(process.pid) == os.SCHED_IDLE
+    return False
+
+
+async def until(test: Callable[[], bool], what: str) -> None:
+    """Poll often, so the moment looked for is caught while it lasts."""
+    deadline = time.monotonic() + 60
+    while not test():
+        assert time.monotonic() < deadline, f"never saw {what}"
+        await asyncio.sleep(0.005)
+
+
+async def pool_made(server: Proc, clients: list[TestClient]) -> None:
+    """The pool exists (its queues started the resource tracker), no worker yet."""
+    await until(lambda: bool(pool_processes(server)), "the resource tracker")
+
+
+async def first_worker_starting(server: Proc, clients: list[TestClient]) -> None:
+    """A deal worker has just been spawned (for the daily deal): it is importing."""
+    await until(lambda: any(map(is_worker, pool_processes(server))), "a deal worker")
+
+
+async def workers_busy(server: Proc, clients: list[TestClient]) -> None:
+    """Claims of names are being hashed (scrypt) by a worker past its start."""
+    await started(server)
+    url = f"ws://127.0.0.1:{server.port}/ws"
+    for n in range(12):
+        client = await connect(url, hello=False)
+        clients.append(client)
+        hello = m.Hello(name=f"keyed{n}", version=client.encoding.version, key="k" * 22 + str(n))
+        await client.send(hello)
+
+    def hashing() -> bool:
+        workers = [p for p in pool_processes(server) if is_worker(p) and is_ready(p)]
+        with contextlib.suppress(psutil.Error):
+            return any(p.status() == psutil.STATUS_RUNNING for p in workers)
+        return False
+
+    await until(hashing, "a worker hashing a key")
+
+
+async def races_starting(server: Proc, clients: list[TestClient]) -> None:
+    """Races have just started: the pool deals the next ones and computes their pars."""
+    await started(server)
+    url = f"ws://127.0.0.1:{server.port}/ws"
+    for room in range(3):
+        players, _ = await open_room(url, [f"host{room}", f"guest{room}"])
+        clients.extend(players)
+    for host in clients[::2]:
+        await host.send(m.Start())
+    await clients[0].expect(m.RaceStart)
+
+
+def survivors(server: Proc, before: list[psutil.Process]) -> list[psutil.Process]:
+    """The processes of the server's pool still alive: found by the marker, or (one
+    exiting has no environment left to read) among those it had at the kill."""
+    alive = {p.pid: p for p in marked(server.marker)}
+    for process in before:
+        with contextlib.suppress(psutil.Error):
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive[process.pid] = process
+    return list(alive.values())
+
+
+@pytest.mark.parametrize(
+    "moment", [pool_made, first_worker_starting, workers_busy, races_starting]
+)
+async def test_no_process_of_a_killed_servers_pool_outlives_it_whenever_it_dies(
+    tmp_path: Path, moment: Callable[[Proc, list[TestClient]], Awaitable[None]]
+) -> None:
+    clients: list[TestClient] = []
+    async with launched(tmp_path, "--deal-workers", "2") as server:
+        await moment(server, clients)  # clients: kept open until the server is gone
+        before = pool_processes(server)
+        lines = await ended(server, signal.SIGKILL)
+        deadline = time.monotonic() + 5  # stderr is closed as a process exits: let it end
+        while (left := survivors(server, before)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for client in clients:
+            await client.close()
+    assert before
+    assert not left, described(left)
+    json_objects(lines)
+
+
+def test_stopping_the_pool_ends_its_worker_at_once_even_with_a_job_under_way() -> None:
+    """Else the server, at exit, waits for the job (idle priority: long on a busy machine)."""
+    ours = {p.pid for p in psutil.Process().children()}
+    executor = make_executor(1)
+    future = executor.submit(time.sleep, 300)
+    deadline = time.monotonic() + 60
+    while not (workers := [p for p in psutil.Process().children() if p.pid not in ours
+                           and is_worker(p)]):
+        assert time.monotonic() < deadline, "no worker started"
+        time.sleep(0.01)
+    try:
+        stop_executor(executor)
+        with pytest.raises(concurrent.futures.process.BrokenProcessPool):
+            future.result(timeout=30)
+        assert not [p for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
 
 
 async def test_a_silent_connection_to_tripeaks_server_is_closed_after_the_request_timeout(
@@ -160,8 +340,7 @@ async def test_a_silent_connection_to_tripeaks_server_is_closed_after_the_reques
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         assert await asyncio.wait_for(reader.read(), 10) == b""
         writer.close()
-        server.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.proc.wait(), 30) == 0
+        json_objects(await ended(server))
 
 
 def test_the_throttle_admits_a_few_lines_per_window_and_counts_the_rest() -> None:
