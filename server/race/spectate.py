@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Generic, TypeVar
 
 from protocol.rules.cards import ALL_CODES, DECK_SIZE
@@ -41,6 +41,10 @@ T = TypeVar("T")
 #: sends them; within a kind, in the order each key was first released.
 CATCH_UP_ORDER: Final = ("countdown", "race", "progress", "board", "finish", "over")
 _RANK: Final = {kind: rank for rank, kind in enumerate(CATCH_UP_ORDER)}
+
+#: Frames queued this close together (ms) leave the delayed feed together: the frames of
+#: one moment (a flush's progress and boards) may be stamped a millisecond apart.
+MOMENT_MS: Final = 5
 
 #: Every card, one bit each (see :attr:`server.race.race.Racer.seen`).
 ALL_CARDS: Final = (1 << DECK_SIZE) - 1
@@ -73,8 +77,19 @@ class SpectatorFeed(Generic[T]):
         quiet: bool = False,
     ) -> None:
         """Queue ``frame``; ``new_race`` drops the previous race's snapshot on release;
-        a ``quiet`` frame only updates the snapshot (nobody watching needs it now)."""
-        self._queue.append(_Queued(now_ms + self.delay_ms, key, frame, new_race, quiet))
+        a ``quiet`` frame only updates the snapshot (nobody watching needs it now).
+
+        Frames queued less than :data:`MOMENT_MS` before it wait for it, so that one
+        moment's frames are released (and packed into updates) together; a frame is
+        only ever released later than its delay, never sooner."""
+        release = now_ms + self.delay_ms
+        queue = self._queue
+        tail = len(queue)
+        while tail and release - MOMENT_MS < queue[tail - 1].release_ms < release:
+            tail -= 1
+        for index in range(tail, len(queue)):
+            queue[index] = replace(queue[index], release_ms=release)
+        queue.append(_Queued(release, key, frame, new_race, quiet))
 
     def release_now(
         self, frame: T, key: str | None = None, new_race: bool = False, quiet: bool = False

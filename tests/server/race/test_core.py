@@ -218,6 +218,18 @@ def test_the_spectator_feed_holds_frames_back_and_remembers_the_latest_of_each_k
     assert feed.snapshot() == ["start-2"]  # a new race forgets every frame of the last one
 
 
+def test_one_moments_frames_leave_the_delayed_feed_together_and_never_early() -> None:
+    feed: SpectatorFeed[str] = SpectatorFeed(delay_ms=1000)
+    feed.push(100, "progress", "progress")
+    feed.push(101, "board-a", "board:a")  # the clock ticked within the flush
+    feed.push(103, "board-b", "board:b")
+    assert feed.due(1100) == [] and feed.next_release_ms() == 1103
+    assert feed.due(1103) == ["progress", "board-a", "board-b"]
+    feed.push(2000, "progress-2", "progress")
+    feed.push(2010, "board-a2", "board:a")  # the next moment: its own release
+    assert feed.due(3000) == ["progress-2"]
+
+
 def test_room_codes_use_the_unambiguous_alphabet_and_typed_codes_are_normalized() -> None:
     codes = {room_code() for _ in range(200)}
     assert all(len(c) == 6 and set(c) <= set(ROOM_CODE_ALPHABET) for c in codes)
