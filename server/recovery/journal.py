@@ -149,6 +149,8 @@ class Journal:
     async def flush(self) -> None:
         """Wait until everything recorded or held so far is committed and carried out."""
         while self._staged or self._held or self._drops or self._busy:
+            if self._task is None or self._task.done():
+                return  # no committer (never started, or cancelled at shutdown): none will come
             self._idle.clear()
             self._kick()
             await self._idle.wait()
