@@ -6,7 +6,7 @@ nothing here names its seed, its deal or its attempts' races.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -23,25 +23,23 @@ def add_daily_routes(app: web.Application, daily_of: DailyOf) -> None:
         service = daily_of(request)
         return web.json_response(await service.public(service.today()))
 
-    async def one_day(request: web.Request) -> web.Response:
-        service, day = daily_of(request), request.match_info["day"]
+    async def for_day(
+        request: web.Request, answer: Callable[[str], Awaitable[object]]
+    ) -> web.Response:
+        day = request.match_info["day"]
         problem = _bad_day(day)
         if problem is not None:
             return problem
         try:
-            return web.json_response(await service.public(day))
+            return web.json_response(await answer(day))
         except DailyUnknown:
             return _unknown(day)
 
+    async def one_day(request: web.Request) -> web.Response:
+        return await for_day(request, daily_of(request).public)
+
     async def board(request: web.Request) -> web.Response:
-        service, day = daily_of(request), request.match_info["day"]
-        problem = _bad_day(day)
-        if problem is not None:
-            return problem
-        try:
-            return web.json_response(await service.board(day))
-        except DailyUnknown:
-            return _unknown(day)
+        return await for_day(request, daily_of(request).board)
 
     app.router.add_get("/api/daily", today)
     app.router.add_get("/api/daily/{day}", one_day)
