@@ -38,7 +38,6 @@ def race_outcome(
     claimed = accounts or {}
     results = tuple(
         replace(r, account=claimed.get(r.player_id), ghost=r.player_id in ghosts)
-        if r.player_id in claimed or r.player_id in ghosts else r
         for r in race.results()
     )
     standings = tuple(
