@@ -62,6 +62,9 @@ RATE_LIMIT_BACKOFF_S: Final = 0.25
 MAX_REJECTIONS: Final = 5
 #: Seconds between a racing bot's reconnection attempts: doubling, then the last value.
 RECONNECT_BACKOFF_S: Final = (0.25, 0.5, 1.0, 2.0)
+#: A host bot in its lobby looks again this often whether it can start (a bot that
+#: failed before reaching the room sends the host no frame to wake it).
+LOBBY_RECHECK_S: Final = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,10 @@ class _Moved(Exception):
         self.moved = moved
 
 
+class _Limited(Exception):
+    """The server refused the request unhandled for lack of credit (error 114): send it again."""
+
+
 class Bot:
     """One bot player on one socket; :meth:`run` plays a whole race."""
 
@@ -184,6 +191,10 @@ class Bot:
         self.lobby_deadline = 0.0
         self.races_done = 0
         self.rules: Rules | None = None
+        #: Host: bots of this run that failed before their race and will never take a seat.
+        self.seats_lost = 0
+        #: The last message of each kind other than moves, to send again if refused unhandled.
+        self.sent: dict[str, m.ClientMessage] = {}
 
     # ---- plumbing -------------------------------------------------------
     def _event(self, event: str, detail: str = "") -> None:
@@ -191,6 +202,7 @@ class Bot:
             self.settings.on_event(self.result.name, event, detail)
 
     async def _send(self, message: m.ClientMessage) -> None:
+        self.sent[message.TAG] = message
         await self._send_frame(self.session.send(message))
 
     async def _send_frame(self, frame: Frame) -> None:
@@ -223,8 +235,12 @@ class Bot:
                 if isinstance(message, m.Moved):
                     raise _Moved(message)
                 if isinstance(message, HelloRefused):
+                    if message.error.code == ErrorCode.RATE_LIMITED:
+                        raise _Limited
                     raise BotFailed(error_text(message.error))
                 if isinstance(message, m.Error):
+                    if message.code == ErrorCode.RATE_LIMITED:
+                        raise _Limited
                     raise BotFailed(error_text(message))
                 if isinstance(message, m.Closing):
                     raise BotFailed(f"the server is closing the connection: {message.reason}")
@@ -297,9 +313,8 @@ class Bot:
             self.ws = await open_socket(self.url, codec.Encoding.MSGPACK)
             # The server picked the newest version both speak; the session speaks it too.
             self.session.encoding = codec.encoding_for(self.ws.subprotocol)
-            await self._send_frame(self.session.hello())
             try:
-                welcome: m.Welcome = await self._expect(m.Welcome)
+                welcome: m.Welcome = await self._ask(self.session.hello, m.Welcome)
             except _Moved as moved:
                 self.url = redirect_url(self.url, moved.moved.url)
                 continue
@@ -310,9 +325,10 @@ class Bot:
     async def _enter(self, request: m.CreateRoom | m.Join) -> m.RoomState:
         """Create or join the room; a ``moved`` answer is followed to the room's node."""
         for _ in range(MAX_REDIRECTS + 1):
-            await self._send(request)
             try:
-                state: m.RoomState = await self._expect(m.RoomState)
+                state: m.RoomState = await self._ask(
+                    lambda: self.session.send(request), m.RoomState
+                )
             except _Moved as moved:
                 self.url = redirect_url(self.url, moved.moved.url)
                 self.session.connection_lost()
@@ -320,6 +336,19 @@ class Bot:
                 continue
             return state
         raise BotFailed("the servers sent this bot from node to node too many times")
+
+    async def _ask(self, frame: Callable[[], Frame], wanted: type[Any]) -> Any:
+        """Send ``frame()`` and wait for ``wanted``; a request refused for lack of credit
+        is sent again after a pause, until the step's time is up."""
+        deadline = time.monotonic() + self.settings.step_timeout_s
+        while True:
+            await self._send_frame(frame())
+            try:
+                return await self._expect(wanted)
+            except _Limited:
+                if time.monotonic() + RATE_LIMIT_BACKOFF_S > deadline:
+                    raise BotFailed("the server kept refusing for lack of credit") from None
+                await asyncio.sleep(RATE_LIMIT_BACKOFF_S)
 
     def _next_race(self) -> None:
         self.race_over, self.board = None, None
@@ -385,6 +414,7 @@ class Bot:
             timeout = delay
         lobby_left = self._lobby_left(host)
         if lobby_left is not None:
+            lobby_left = min(lobby_left, LOBBY_RECHECK_S)
             timeout = lobby_left if timeout is None else min(timeout, lobby_left)
         try:
             events = await self._recv(timeout)
@@ -442,6 +472,11 @@ class Bot:
         if state is None or state.phase is not m.Phase.LOBBY or self.start_sent_at is not None:
             return
         members = state.members
+        if self.seats_lost:
+            # Bots that failed on their way in are not waited for; the run reports them.
+            min_players -= self.seats_lost
+            if min_players < 2 and len(members) < 2:
+                raise BotFailed(f"{self.seats_lost} of the other bots could not reach the room")
         if len(members) < min_players or not all(x.ready for x in members):
             return
         people = sum(1 for x in members if not x.bot)
@@ -531,6 +566,12 @@ class Bot:
             await asyncio.sleep(RATE_LIMIT_BACKOFF_S)
             await self._send_move(self.session.resend(pending.seq))
             return
+        refused = self.sent.get(error.ref or "")
+        if error.code == ErrorCode.RATE_LIMITED and refused is not None:
+            # Not handled either (a ready, start or rematch): the same again, later.
+            await asyncio.sleep(RATE_LIMIT_BACKOFF_S)
+            await self._send(refused)
+            return
         if self.board is None:
             raise BotFailed(error_text(error))
         self._event("error", error_text(error))
@@ -609,6 +650,16 @@ async def run_bots(
         await host_task
         return _collect(None, bots)
     others = [asyncio.create_task(b.run(room=code, create=None)) for b in bots[1:]]
+
+    def failed_on_the_way_in(bot: Bot) -> Callable[[asyncio.Task[BotResult]], None]:
+        def done(task: asyncio.Task[BotResult]) -> None:
+            if bot.board is None and bot.result.error is not None:
+                bots[0].seats_lost += 1  # the host stops waiting for this seat
+
+        return done
+
+    for bot, task in zip(bots[1:], others, strict=True):
+        task.add_done_callback(failed_on_the_way_in(bot))
     await host_task
     if bots[0].result.error is not None:
         # Nobody else starts a bots' room: unless the race is already on, stop waiting.
