@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, WebSocketRoute
 
+from client_cli.state import Opponent, by_standing
 from protocol.deals.dealer import DealtGame, deal_for_seed
 from protocol.rules.game import Game, Move, Rules
 from protocol.wire import messages as m
@@ -408,3 +410,40 @@ async def test_the_shared_standing_order_ranks_finishers_then_cleared_then_time_
     )
     await page.close()
     assert ordered == ["first", "second", "most", "lean", "fast", "slow", "tieA", "tieB"]
+
+
+async def test_the_pages_and_the_terminal_client_sort_every_standing_alike(site: Site) -> None:
+    """standing.js and client_cli.state.by_standing on the same random rooms, ties included."""
+    rng = random.Random(20261201)
+    rooms = []
+    for _ in range(300):
+        players = []
+        ranks = iter(range(1, 9))
+        for index in range(rng.randint(2, 8)):
+            finished = rng.random() < 0.3
+            players.append(Opponent(
+                player_id=f"p{index}", name=f"p{index}",
+                cleared=28 if finished else rng.choice((0, 3, 3, 12, 20, 27)),
+                cleared_at_ms=rng.choice((0, 100, 100, 4000, 9000)),
+                moves=rng.choice((5, 5, 30, 41)),
+                finish_ms=rng.randint(1, 99_999) if finished else None,
+                rank=next(ranks) if finished else None,
+            ))
+        rooms.append(players)
+    page = await webutil.new_page(site.browser, webutil.DESKTOP)
+    await page.goto(f"{site.server.url}/")
+    by_page = await page.evaluate(
+        """async (rooms) => {
+          const { sortByStanding } = await import('/static/js/standing.js');
+          return rooms.map((items) => sortByStanding(items, (item) => item).map((i) => i.id));
+        }""",
+        [[{"id": p.player_id, "finished": p.finish_ms is not None, "rank": p.rank,
+           "cleared": p.cleared, "reachedAtMs": p.cleared_at_ms, "moves": p.moves}
+          for p in players] for players in rooms],
+    )
+    await page.close()
+    by_client = [[p.player_id for p in by_standing(players)] for players in rooms]
+    assert by_page == by_client
+    # The cases hold ties the last key does not break (the given order then decides).
+    assert any(len({(p.cleared, p.cleared_at_ms, p.moves) for p in players if p.rank is None})
+               < sum(p.rank is None for p in players) for players in rooms)
