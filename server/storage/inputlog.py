@@ -92,11 +92,11 @@ class SqlInputLog:
         rows = _rows(runs)
         if self._appender is not None:
             # Behind the store's own writers, not racing them for SQLite's lock.
-            async with self.store._write_lock:
+            async with self.store.writer_turn:
                 await self._appender.append(rows)
             return
         try:
-            async with self.store._transaction(exclusive=True) as conn:
+            async with self.store.writing() as conn:
                 if self.store.dialect == "sqlite":
                     # The driver's own executemany: SQLAlchemy's per-row work costs more.
                     await conn.exec_driver_sql(_INSERT_SQLITE, rows)
@@ -121,7 +121,7 @@ class SqlInputLog:
             .where(room_inputs.c.room_code == room)
             .order_by(room_inputs.c.idx)
         )
-        async with self.store._connection() as conn:
+        async with self.store.reading() as conn:
             rows = (await conn.execute(query)).all()
         entries = []
         for row in rows:
@@ -132,12 +132,12 @@ class SqlInputLog:
     async def rooms(self) -> list[str]:
         """Every room with a log, in code order."""
         query = sa.select(room_inputs.c.room_code).distinct().order_by(room_inputs.c.room_code)
-        async with self.store._connection() as conn:
+        async with self.store.reading() as conn:
             return [str(row.room_code) for row in await conn.execute(query)]
 
     async def max_epoch(self) -> int:
         """The highest epoch any entry has (0 for an empty log)."""
-        async with self.store._connection() as conn:
+        async with self.store.reading() as conn:
             value = (await conn.execute(sa.select(sa.func.max(room_inputs.c.epoch)))).scalar()
         return int(value) if value is not None else 0
 
@@ -145,5 +145,5 @@ class SqlInputLog:
         """Delete these rooms' entries in one transaction."""
         if not rooms:
             return
-        async with self.store._transaction(exclusive=True) as conn:
+        async with self.store.writing() as conn:
             await conn.execute(room_inputs.delete().where(room_inputs.c.room_code.in_(list(rooms))))

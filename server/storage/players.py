@@ -77,7 +77,7 @@ class Players:
         query = sa.select(players.c.account, players.c.name, players.c.key_hash).where(
             players.c.account == account
         )
-        async with self.store._connection() as conn:
+        async with self.store.reading() as conn:
             row = (await conn.execute(query)).first()
         return None if row is None else Claim(row.account, row.name, row.key_hash)
 
@@ -89,7 +89,7 @@ class Players:
             "rated_races": 0,
         }
         try:
-            async with self.store._transaction(exclusive=True) as conn:
+            async with self.store.writing() as conn:
                 await conn.execute(players.insert().values(**row))
         except IntegrityError:
             return False
@@ -103,7 +103,7 @@ class Players:
         ``hide_daily_from`` (a day) leaves the daily attempts at that day and later out
         of the recent races: their seeds are secret until the day is over.
         """
-        async with self.store._connection() as conn:
+        async with self.store.reading() as conn:
             row = (await conn.execute(players.select().where(players.c.account == account))).first()
             if row is None:
                 return None
@@ -131,7 +131,7 @@ class Players:
             .order_by(conservative.desc(), players.c.account)
             .limit(limit)
         )
-        async with self.store._connection() as conn:
+        async with self.store.reading() as conn:
             rows = (await conn.execute(query)).all()
         return [Standing(r.account, r.name, Rating(r.mu, r.sigma), r.rated_races) for r in rows]
 

@@ -408,6 +408,13 @@ class RaceStore:
         (:mod:`server.storage.daily`), with this store's error handling."""
         return self._connection()
 
+    @property
+    def writer_turn(self) -> asyncio.Lock:
+        """The turn every writer of this store takes (SQLite has one writer at a time):
+        held by :meth:`writing` blocks, and by writers with a connection of their own
+        (the input log's appender) around each of their transactions."""
+        return self._write_lock
+
     def writing(self) -> _Guarded:
         """``async with store.writing() as conn``: a write transaction, committed at the end
         of the block and rolled back if it raises."""
