@@ -159,12 +159,14 @@ def create_app(
             app[STORE] = await _open_store(settings)
         own_executor = executor is None
         app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
+        gap = settings.log_commit_gap_s
         if settings.cluster:
             node, cluster_log = _cluster_node(settings, app)
-            journal = Journal(cluster_log, 1)  # each room is fenced by its own lease's epoch
+            # Each room is fenced by its own lease's epoch.
+            journal = Journal(cluster_log, 1, commit_gap_s=gap)
         else:
             log = SqlInputLog(app[STORE])
-            journal = Journal(log, await log.max_epoch() + 1)
+            journal = Journal(log, await log.max_epoch() + 1, commit_gap_s=gap)
         app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
         await _replay(app[HUB])
         app[HUB].start()

@@ -94,6 +94,9 @@ class Settings:
     deals_ahead: int = field(default=16, metadata=_doc("deals prepared ahead per rule set"))
     max_race_s: float = field(default=3600.0, metadata=_doc("cap on a race without a limit"))
     shutdown_timeout_s: float = field(default=10.0, metadata=_doc("time to flush on SIGTERM"))
+    log_commit_gap_s: float = field(
+        default=0.01, metadata=_doc("least time between input-log commits (busy: larger groups)")
+    )
     redis_url: str = field(
         default="",
         metadata=_doc("redis://HOST:PORT/DB or unix:///PATH: cluster mode (needs a PostgreSQL db)"),

@@ -7,7 +7,10 @@ takes everything recorded and held since its last commit, appends the
 entries to the :class:`~server.recovery.log.InputLog` in one call (one
 transaction: the group commit), and then carries out the held outputs in the
 order they came.  While one commit runs, the next group gathers, so the log
-costs one commit per batch of inputs, not one per input.
+costs one commit per batch of inputs, not one per input.  A commit starts at
+least ``commit_gap_s`` after the one before: an idle server commits at once,
+a busy one in larger groups (each costs a transaction and a sync whatever its
+size, and the outputs it releases join into fewer writes).
 
 A log that keeps refusing is not allowed to stop the races: after
 :data:`RETRIES` the held outputs go out anyway, the rooms of the failed
@@ -58,10 +61,12 @@ class Journal:
         log: InputLog,
         epoch: int,
         batch: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+        commit_gap_s: float = 0.0,
     ) -> None:
         self.log = log
         self.epoch = epoch
         self.batch = batch
+        self.commit_gap_s = commit_gap_s
         #: Why the last commit failed, until one succeeds.
         self.problem: str | None = None
         #: True when an output must wait (:meth:`hold`) for inputs not yet durable: kept
@@ -179,8 +184,14 @@ class Journal:
             self._wake.set()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_start = -self.commit_gap_s
         while True:
             await self._wake.wait()
+            pause = last_start + self.commit_gap_s - loop.time()
+            if pause > 0:
+                await asyncio.sleep(pause)  # what comes meanwhile joins this commit
+            last_start = loop.time()
             self._wake.clear()
             self._woken = False
             if not (self._staged or self._held or self._drops):

@@ -127,3 +127,34 @@ async def test_closing_commits_what_is_recorded_and_records_nothing_after(
     journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 1_100)
     assert not journal.holding
     assert len(await log.read("A")) == 1
+
+
+async def test_a_busy_journal_waits_its_gap_and_commits_what_came_meanwhile_together(
+    store: RaceStore,
+) -> None:
+    log = SqlInputLog(store)
+    journal = Journal(log, 1, commit_gap_s=0.2)
+    socket = Socket(path_of(store))
+    loop = asyncio.get_running_loop()
+    journal.start()
+    journal.open("A")
+    try:
+        # After a quiet spell an input is committed at once, well within the gap.
+        began = loop.time()
+        journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
+        journal.hold_send(socket, 1)
+        await journal.flush()
+        assert loop.time() - began < 0.15 and journal.commits == 1
+        # Inputs right after it wait for the gap, and share one commit.
+        for seq in (2, 3, 4):
+            journal.record_move("A", "p1", seq, MoveAction.DRAW, None, seq)
+            journal.hold_send(socket, seq)
+            await asyncio.sleep(0.02)
+        assert [frame for frame, _ in socket.sent] == [1]  # still held: the gap is not over
+        await journal.flush()
+        assert loop.time() - began >= 0.2
+        assert journal.commits == 2 and journal.entries_written == 4
+        assert socket.sent == [(1, 1), (2, 4), (3, 4), (4, 4)]
+    finally:
+        await journal.close()
+        await log.close()
