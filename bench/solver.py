@@ -135,6 +135,12 @@ def bench_dealer(prefix: str, seeds: int, rules: Rules) -> dict[str, Any]:
         "wall": summary_ms(walls),
         "cpu": summary_ms(cpus),
         "seeds_needing_a_later_candidate": sum(1 for c in candidates if c > 0),
+        "over_20_ms_cpu": sum(1 for t in cpus if t > 0.020),
+        # seed PREFIX-dealer-i, its CPU time and the candidate dealt: the tail to re-time
+        "slowest_cpu_ms": sorted(
+            ([i, round(1000 * t, 1), candidates[i]] for i, t in enumerate(cpus)),
+            key=lambda it: -it[1],
+        )[:8],
     }
 
 
@@ -236,6 +242,8 @@ def _print_tail(report: dict[str, Any]) -> None:
             f"  {kind}: p50 {dealer[kind]['median_ms']:.1f} ms  p99 {dealer[kind]['p99_ms']:.1f} ms"
             f"  max {dealer[kind]['max_ms']:.1f} ms"
         )
+    slowest = ", ".join(f"{i} ({ms} ms, candidate {c})" for i, ms, c in dealer["slowest_cpu_ms"])
+    print(f"  {dealer['over_20_ms_cpu']} seeds over 20 ms of CPU; slowest seeds: {slowest}")
     if "par" in report:
         par = report["par"]
         print(

@@ -338,23 +338,24 @@ class CountCheck:
         bias, lost = self._setup(drawn, top)
         low, mid, bottom = self.tables
         most, least = self.counting.bottom_range
+        playable = None if moves is None else _playable(moves)
         kept: _Groups = {}
         for upper, bits in groups.items():
             if seen:
                 bits &= ~seen.get(upper, 0)
                 if not bits:
                     continue
-            if moves is not None:
-                can = 0
-                for kind, a, b, c, _ in moves:
-                    if kind == 0:
-                        can |= bits & b
-                    elif kind == 1:
-                        if not upper & a:
-                            can |= bits & b
-                    elif upper & b == c:
-                        can = bits
-                        break
+            if playable is not None:
+                can = bits & playable[0]  # a bottom-row card to play
+                if can != bits:
+                    for needed, played in playable[2]:
+                        if upper & needed == played:
+                            can = bits  # a higher card, free in the whole group
+                            break
+                    else:
+                        for position, holding in playable[1]:
+                            if not upper & position:
+                                can |= bits & holding
                 if not can:
                     continue
                 bits = can
@@ -374,6 +375,20 @@ class CountCheck:
             if bits:
                 kept[upper] = bits
         return kept
+
+
+def _playable(
+    moves: tuple[_GroupMove, ...],
+) -> tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """The group moves of one top split by kind: the bottom-row masks with a
+    bottom-row card to play, the second-row moves and the higher ones."""
+    bottom = 0
+    for kind, _, b, _, _ in moves:
+        if kind == 0:
+            bottom |= b
+    second = tuple((a, b) for kind, a, b, _, _ in moves if kind == 1)
+    higher = tuple((b, c) for kind, _, b, c, _ in moves if kind == 2)
+    return bottom, second, higher
 
 
 def _sums(weights: tuple[int, ...]) -> list[int]:
