@@ -48,7 +48,8 @@ from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.codec import Encoding
 from server.config import Settings
-from server.hub import Hub, RoomHandle
+from server.hub import Hub
+from server.hub_rooms import RoomHandle
 from server.race.lobby import NewPlayer
 from server.race.room import PROGRESS_TIMER, Room
 from server.race.room_types import Fresh, Identity
@@ -147,10 +148,10 @@ def _connect(
     sink = _Sink()
     conn = Connection(cast(Any, _OpenSocket()), Encoding.MSGPACK, "127.0.0.1",
                       index, hub.batch, sink)
-    hub.connect(conn).retune(100_000.0, 100_000.0)
+    hub.hellos.connect(conn).retune(100_000.0, 100_000.0)
     hello = m.Hello(who.name, m.PROTOCOL_VERSION, spectator_update=updates)
     if updates:
-        hub._ticking.add(conn)  # as Hub._hello does for such a hello
+        hub._ticking.add(conn)  # as a hello asking for it does (server.hub_hello)
     hub.lobby.hello(conn, hello, NewPlayer(who.player_id, f"token-{who.player_id}"), now)
     session = hub.lobby.session_of(conn)
     assert session is not None

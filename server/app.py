@@ -28,10 +28,11 @@ from aiohttp import web
 
 from protocol.wire import codec
 from protocol.wire import messages as m
-from server import logs, metrics
+from server import hub_rooms, logs, metrics
 from server.config import IPNetwork, Settings
 from server.daily_http import add_daily_routes
 from server.hub import Hub
+from server.hub_shutdown import shut_down
 from server.player_api import add_player_routes
 from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
@@ -228,7 +229,8 @@ def _wire_cluster(node: ClusterNode, log: RedisInputLog, hub: Hub) -> Router:
     from server.cluster.routing import Router
     from server.cluster.takeover import Takeovers
 
-    takeovers = Takeovers(node, lambda: hub.lobby.rooms, hub.timings, hub.restore)
+    restore = functools.partial(hub_rooms.restore, hub)
+    takeovers = Takeovers(node, lambda: hub.lobby.rooms, hub.timings, restore)
     hub.cluster = Router(node, hub, takeovers)
     log.on_fenced = hub.cluster.fenced
     node.after_tick = log.repair
@@ -279,7 +281,7 @@ async def _resume(hub: Hub, log: InputLog) -> None:
     """Take back every room the input log holds, before serving anyone."""
     rebuilt = await load_rooms(log, hub.timings)
     for room in rebuilt:
-        hub.restore(room)
+        hub_rooms.restore(hub, room)
     if rebuilt:
         logs.event("rooms_resumed", rooms=len(rebuilt))
 
@@ -291,7 +293,7 @@ def _fallback_file(hub: Hub) -> str | None:
 
 async def _on_shutdown(app: web.Application) -> None:
     if HUB in app:
-        await app[HUB].shutdown()
+        await shut_down(app[HUB])
 
 
 # ---- HTTP ------------------------------------------------------------------------
@@ -336,7 +338,7 @@ async def handle_metrics(request: web.Request) -> web.Response:
 
 async def handle_rooms(request: web.Request) -> web.Response:
     """``GET /api/rooms``: the public rooms (the body is made once per change)."""
-    body = _rooms_body(request.app[HUB].room_listing())
+    body = _rooms_body(request.app[HUB].messages.room_listing())
     return web.Response(body=body, content_type="application/json", charset="utf-8")
 
 
@@ -419,7 +421,7 @@ def _rate_limited(request: web.Request) -> web.Response | None:
     address = client_address(request.remote, request.headers.get("X-Forwarded-For"), proxies)
     cost = 1.0
     if request.path == "/api/rooms":
-        cost = listing_cost(len(_rooms_body(app[HUB].room_listing())), settings.http_burst)
+        cost = listing_cost(len(_rooms_body(app[HUB].messages.room_listing())), settings.http_burst)
     if app[_HTTP_LIMITER].allow(address, app[HUB].now_ms(), cost):
         return None
     logs.throttled("http_rate_limited", address=address, path=request.path[:200])
@@ -482,15 +484,15 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     # The transport is uvloop's (or asyncio's) socket transport; see Connection.send.
     transport = cast("Transport | None", request.transport)
     encoding = codec.encoding_for(chosen)
-    conn = Connection(ws, encoding, address, hub.next_conn_id(), hub.batch, transport)
-    reader = ConnectionReader(hub, conn, hub.connect(conn), settings)
+    conn = Connection(ws, encoding, address, hub.hellos.next_conn_id(), hub.batch, transport)
+    reader = ConnectionReader(hub, conn, hub.hellos.connect(conn), settings)
     logs.event("connected", conn=conn.conn_id, address=address, subprotocol=chosen)
     try:
         await conn.serve(reader, hub.now_ms)
     except Exception:
         logs.failure("connection_failed", conn=conn.conn_id)
     finally:
-        hub.connection_lost(conn)
+        hub.hellos.connection_lost(conn)
         logs.event("disconnected", conn=conn.conn_id, close_code=conn.close_code)
     return ws
 

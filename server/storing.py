@@ -2,7 +2,7 @@
 
 A race's result is committed before anyone is told the race is over.  The
 hub holds a room's ``race_over``, and every frame of the room after it, in
-:attr:`RoomHandle.held <server.hub.RoomHandle.held>`; :class:`Storing` hands
+:attr:`RoomHandle.held <server.hub_rooms.RoomHandle.held>`; :class:`Storing` hands
 the record to the :class:`~server.storage.writer.ResultWriter` and, on its
 report, releases the held frames: ``race_over`` as it is once the result is
 stored, with ``saved: false`` when the database refused it (the writer keeps

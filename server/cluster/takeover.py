@@ -10,7 +10,7 @@ one wins and raises the epoch, which fences the old owner's appends out.
 
 The winner reads the room's stream, replays it into a fresh room
 (:func:`server.recovery.resume.replay`) and takes it back as a restart would
-(:meth:`server.hub.Hub.restore`): members' sessions wait for their tokens,
+(:func:`server.hub_rooms.restore`): members' sessions wait for their tokens,
 races the log saw end are stored again (idempotently, by race id), and the
 outage rule is logged as the next input (the race clock pauses for the gap,
 every member gets a full reconnect grace).

@@ -5,7 +5,7 @@ every room's log (:mod:`server.recovery.log`) and :func:`replay` feeds it,
 input by input, through :func:`server.race.inputs.apply` into a fresh room,
 discarding the outputs: the reducers are pure, so the room comes back as it
 was after its last logged input.  What the shell must then do with a
-:class:`Rebuilt` room (:meth:`server.hub.Hub.restore`):
+:class:`Rebuilt` room (:func:`server.hub_rooms.restore`):
 
 * give the lobby the room and its members' sessions (identity and token
   digest), so each member's ``hello`` with the old token resumes the seat;

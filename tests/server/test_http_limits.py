@@ -242,15 +242,15 @@ async def test_the_room_listing_is_encoded_once_until_a_listed_room_changes(
 ) -> None:
     async with guarded_server(tmp_path) as server:
         hosts = await _public_rooms(server.ws_url, 3)
-        first = server.hub.room_listing()
-        assert server.hub.room_listing() is first
+        first = server.hub.messages.room_listing()
+        assert server.hub.messages.room_listing() is first
         eve = await connect(server.ws_url, "eve")
         seen = await eve.request(m.ListRooms(), m.RoomList)
         assert [room.code for room in seen.rooms] == [room.code for room in first.rooms]
-        assert server.hub.room_listing() is first and len(first.frames) == 1
+        assert server.hub.messages.room_listing() is first and len(first.frames) == 1
         # A change is listed at once: a new member, then a new room.
         await eve.request(m.Join(first.rooms[0].code), m.RoomState)
-        changed = server.hub.room_listing()
+        changed = server.hub.messages.room_listing()
         assert changed is not first and changed.rooms[0].players == 2
         hosts += await _public_rooms(server.ws_url, 1)
         assert len((await hosts[0].request(m.ListRooms(), m.RoomList)).rooms) == 4
@@ -263,7 +263,7 @@ async def test_a_large_room_listing_costs_credit_by_its_size(tmp_path: Path) -> 
     budget = {"player_rate": 0.01, "player_burst": 12}
     async with guarded_server(tmp_path, **budget) as server:
         hosts = await _public_rooms(server.ws_url, 10)
-        size = len(server.hub.room_listing().frame(hosts[0].encoding))
+        size = len(server.hub.messages.room_listing().frame(hosts[0].encoding))
         assert size > 2048, size
         eve = await connect(server.ws_url, "eve")
         for _ in range(10):

@@ -284,20 +284,20 @@ async def test_deals_prepared_ahead_start_races_and_are_refilled(tmp_path: Path)
     async with running_server(tmp_path, deals_ahead=1) as server:
         key = (Rules(), Difficulty.ANY)
         for _ in range(200):
-            if server.hub._prepared.get(key):
+            if server.hub.dealing.prepared.get(key):
                 break
             await asyncio.sleep(0.05)
-        prepared = server.hub._prepared[key][0]
+        prepared = server.hub.dealing.prepared[key][0]
         (ann,), _ = await open_room(server.ws_url, ["ann"])
         await ann.send(m.Start())
         start = await ann.expect(m.RaceStart)
         assert start.commitment == commitment(prepared.seed, prepared.rules)
         assert not start.practice
         for _ in range(200):
-            if server.hub._prepared.get(key):
+            if server.hub.dealing.prepared.get(key):
                 break
             await asyncio.sleep(0.05)
-        assert server.hub._prepared[key][0].seed != prepared.seed
+        assert server.hub.dealing.prepared[key][0].seed != prepared.seed
 
 
 async def test_tripeaks_server_reports_an_unusable_database_and_exits_1(tmp_path: Path) -> None:

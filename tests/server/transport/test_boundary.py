@@ -34,6 +34,9 @@ PACKAGES = ("protocol", "server", "client_cli", "bench")
 TRANSPORT = ROOT / "server" / "transport"
 #: What the transport may not import: the domain shell and the reducers it serves.
 DOMAIN = frozenset({"server.hub", "server.app", "server.race.lobby", "server.race.room"})
+#: The hub's parts (``server/hub_*.py``) belong to the domain shell too.
+DOMAIN |= {f"server.hub_{part}" for part in ("deals", "hello", "messages", "races", "rooms",
+                                             "shutdown")}
 
 
 def _private(name: str) -> bool:
