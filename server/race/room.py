@@ -220,7 +220,7 @@ class Room(RaceCycle):
             seat.ready = False
         return self._state_changed()
 
-
+    # ---- moves, timers, restarts and closing ---------------------------------
     def move(self, player_id: str, request: MoveRequest, now_ms: int) -> list[Output]:
         """A player's move: checked by the engine, answered to that player only."""
         outcome, outputs = self.answer_move(
