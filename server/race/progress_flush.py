@@ -8,14 +8,15 @@ the first mark after a flush sets.  Pure like the room that owns it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from protocol.wire.messages import RoomOptions
+from server.race.ghost import GhostRun, ghost_members
 from server.race.outputs import Output, SetTimer
 from server.race.progress import boards_wanted, progress_frames
 from server.race.race import Race
 from server.race.room_timers import PROGRESS_TIMER
-from server.race.room_types import Seat
+from server.race.room_types import Identity, Seat
 from server.race.spectate import BoardsShown
 
 
@@ -54,6 +55,7 @@ class ProgressFlush:
         self,
         race: Race | None,
         seats: Mapping[str, Seat],
+        ghosts: Sequence[GhostRun],
         options: RoomOptions,
         spectators: Collection[str],
         now_ms: int,
@@ -62,8 +64,9 @@ class ProgressFlush:
     ) -> list[Output]:
         """The due flush: frames built by :func:`server.race.progress.progress_frames`.
 
-        The ``final`` flush at the race's end sends ``progress`` only when the
-        bound allows one now; otherwise ``race_over``'s standings are the last word.
+        ``ghosts``: the runs racing as ghosts, shown beside ``seats``.  The
+        ``final`` flush at the race's end sends ``progress`` only when the bound
+        allows one now; otherwise ``race_over``'s standings are the last word.
         """
         self.due_ms = None
         if race is None or not self.dirty:
@@ -76,6 +79,16 @@ class ProgressFlush:
             if boards_wanted(options, spectators)
             else ()
         )
+        if ghosts:
+            seats = {**seats, **_ghost_seats(ghosts)}
         outputs = progress_frames(race, seats, boards, now_ms, with_progress=bounded)
         self.dirty.clear()
         return outputs
+
+
+def _ghost_seats(runs: Sequence[GhostRun]) -> dict[str, Seat]:
+    """The ghosts as always-connected seats, for the progress lines."""
+    return {
+        member.player_id: Seat(Identity(member.player_id, member.name), True, True)
+        for member in ghost_members(runs)
+    }

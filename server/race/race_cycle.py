@@ -338,13 +338,6 @@ class RaceCycle:
             return []
         return [SetTimer(EMPTY_TIMER, now_ms + self.timings.empty_grace_ms)]
 
-    def _flush_progress(self, now_ms: int, *, final: bool = False) -> list[Output]:
-        """The due progress flush (:meth:`ProgressFlush.flush`), the ghosts among the seats."""
-        seats = self.seats if self._ghosts is None else {**self.seats, **self._ghost_seats()}
-        return self._progress.flush(
-            self.race, seats, self.options, self.spectators, now_ms, final=final
-        )
-
     def _racer_changed(self, player_id: str, now_ms: int) -> list[Output]:
         """A racer's status changed: announce a finish, and end the race when all are done."""
         race = self.race
@@ -382,7 +375,10 @@ class RaceCycle:
         finished = next_phase(self.phase, PhaseEvent.RACE_END)
         race.end(now_ms)
         self._progress.dirty.update(race.racers)
-        outputs = self._flush_progress(now_ms, final=True)
+        outputs = self._progress.flush(
+            race, self.seats, self.ghost_runs if self._ghosts is not None else (),
+            self.options, self.spectators, now_ms, final=True,
+        )
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(
             race, dealt, race_id, ended_by, self.code, self.options, now_ms, self._accounts,
@@ -429,12 +425,3 @@ class RaceCycle:
         for gid in ghosts.catch_up(race):
             outputs += self._progress.mark(gid, now_ms) + self._finish(gid)
         return outputs
-
-    def _ghost_seats(self) -> dict[str, Seat]:
-        """The ghosts as always-connected seats, for the progress lines."""
-        return {
-            member.player_id: Seat(Identity(member.player_id, member.name), True, True)
-            for member in ghost_members(self.ghost_runs)
-        }
-
-

@@ -269,7 +269,11 @@ class Room(RaceCycle):
     def on_timer(self, name: str, now_ms: int) -> list[Output]:
         """A timer set by :class:`SetTimer` fired."""
         if name == PROGRESS_TIMER:
-            return self._flush_progress(now_ms)
+            # Called here directly, not through a helper: a flush is the room's busiest timer.
+            return self._progress.flush(
+                self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
+                self.options, self.spectators, now_ms,
+            )
         if name == GHOST_TIMER:
             return self._ghost_step(now_ms)
         if name == COUNTDOWN_TIMER and self.phase is Phase.COUNTDOWN:
