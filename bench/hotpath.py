@@ -51,7 +51,8 @@ from server.config import Settings
 from server.hub import Hub
 from server.hub_rooms import RoomHandle
 from server.race.lobby import NewPlayer
-from server.race.room import PROGRESS_TIMER, Room
+from server.race.room import Room
+from server.race.room_timers import PROGRESS_TIMER
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
 from server.recovery.journal import Journal

@@ -3,9 +3,10 @@
 Plain functions over the room's state, pure like :mod:`server.race.room`, which
 calls them from its progress flush (a few times a second per room, never on
 the move path) and when the first spectator arrives.  Which boards, and what
-of them spectators may see, is :mod:`server.race.spectate`'s.  The room keeps the
-bookkeeping of *when* to flush (which racers changed, when the next flush is
-due); this module builds *what* is sent.
+of them spectators may see, is :mod:`server.race.spectate`'s.
+:mod:`server.race.progress_flush` keeps the bookkeeping of *when* to flush
+(which racers changed, when the next flush is due); this module builds *what*
+is sent.
 """
 
 from __future__ import annotations

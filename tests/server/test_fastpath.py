@@ -47,7 +47,8 @@ from server.race.outputs import Output, SetTimer, ToPlayers
 from server.race.race import Race, SeqOutOfOrder
 from server.race.ratelimit import CreditBucket
 from server.race.records import MoveLogEntry
-from server.race.room import PROGRESS_TIMER, Room
+from server.race.room import Room
+from server.race.room_timers import PROGRESS_TIMER
 from server.race.room_types import Fresh, Identity, RoomTimings
 from server.transport.connection import Connection, Transport
 from server.transport.framing import WriteBatch, frame_header

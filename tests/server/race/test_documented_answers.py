@@ -13,7 +13,7 @@ from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from server.race.outputs import SetTimer
-from server.race.room import COUNTDOWN_TIMER
+from server.race.room_timers import COUNTDOWN_TIMER
 from server.race.room_types import Identity
 from tests.server.race.roomdriver import DEALT, UNDO, Driver, racing
 

@@ -19,13 +19,13 @@ from protocol.wire.errors import ProtocolError
 from server.race import inputs
 from server.race.ghost import GHOST_TIMER, GhostMove, GhostRun
 from server.race.lobby import token_digest
-from server.race.room import (
+from server.race.room import Room
+from server.race.room_timers import (
     COUNTDOWN_TIMER,
     EMPTY_TIMER,
     GRACE_PREFIX,
     PROGRESS_TIMER,
     TIME_LIMIT_TIMER,
-    Room,
 )
 from server.race.room_types import Fresh, Identity, RoomTimings
 from server.recovery import codec

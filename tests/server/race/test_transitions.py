@@ -23,7 +23,8 @@ from protocol.wire.lifecycle import (
     RacerEvent,
 )
 from protocol.wire.messages import Phase, PlayerStatus
-from server.race.room import COUNTDOWN_TIMER, TIME_LIMIT_TIMER, Room
+from server.race.room import Room
+from server.race.room_timers import COUNTDOWN_TIMER, TIME_LIMIT_TIMER
 from server.race.room_types import Fresh, Identity, RoomTimings
 
 DEALT = deal_for_seed("42", Rules())

@@ -1,0 +1,94 @@
+"""Where a room's progress is flushed: which racers changed, and when the next flush is due.
+
+A move only marks its racer; the flush (the ``progress`` line and the
+spectator boards, built by :mod:`server.race.progress`) goes out at most once
+per progress interval, on the :data:`~server.race.room_timers.PROGRESS_TIMER`
+the first mark after a flush sets.  Pure like the room that owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from protocol.wire.messages import RoomOptions
+from server.race.ghost import GhostRun, ghost_members
+from server.race.outputs import Output, SetTimer
+from server.race.progress import boards_wanted, progress_frames
+from server.race.race import Race
+from server.race.room_timers import PROGRESS_TIMER
+from server.race.room_types import Identity, Seat
+from server.race.spectate import BoardsShown
+
+
+class ProgressFlush:
+    """One room's flush bookkeeping (the room reads :attr:`dirty` and :attr:`due_ms`
+    on its move path directly, to spare a call per move)."""
+
+    __slots__ = ("dirty", "due_ms", "interval_ms", "last_ms", "shown")
+
+    def __init__(self, interval_ms: int) -> None:
+        self.interval_ms = interval_ms
+        #: The racers changed since the last flush.
+        self.dirty: set[str] = set()
+        #: When the flush is due, or ``None`` when none is scheduled.
+        self.due_ms: int | None = None
+        #: When the last ``progress`` line went out.
+        self.last_ms = 0
+        #: The boards spectators were last shown.
+        self.shown = BoardsShown()
+
+    def mark(self, player_id: str, now_ms: int) -> list[Output]:
+        """``player_id`` changed: the flush timer, if no flush is due yet."""
+        self.dirty.add(player_id)
+        if self.due_ms is not None:
+            return []
+        due = max(now_ms, self.last_ms + self.interval_ms)
+        self.due_ms = due
+        return [SetTimer(PROGRESS_TIMER, due)]
+
+    def new_race(self) -> None:
+        """A race starts: nothing of it was flushed or shown yet."""
+        self.dirty.clear()
+        self.shown.forget()
+
+    def flush(
+        self,
+        race: Race | None,
+        seats: Mapping[str, Seat],
+        ghosts: Sequence[GhostRun],
+        options: RoomOptions,
+        spectators: Collection[str],
+        now_ms: int,
+        *,
+        final: bool = False,
+    ) -> list[Output]:
+        """The due flush: frames built by :func:`server.race.progress.progress_frames`.
+
+        ``ghosts``: the runs racing as ghosts, shown beside ``seats``.  The
+        ``final`` flush at the race's end sends ``progress`` only when the bound
+        allows one now; otherwise ``race_over``'s standings are the last word.
+        """
+        self.due_ms = None
+        if race is None or not self.dirty:
+            return []
+        bounded = not final or now_ms >= self.last_ms + self.interval_ms
+        if bounded:
+            self.last_ms = now_ms
+        boards = (
+            self.shown.changed(race, self.dirty, options.open_boards, now_ms)
+            if boards_wanted(options, spectators)
+            else ()
+        )
+        if ghosts:
+            seats = {**seats, **_ghost_seats(ghosts)}
+        outputs = progress_frames(race, seats, boards, now_ms, with_progress=bounded)
+        self.dirty.clear()
+        return outputs
+
+
+def _ghost_seats(runs: Sequence[GhostRun]) -> dict[str, Seat]:
+    """The ghosts as always-connected seats, for the progress lines."""
+    return {
+        member.player_id: Seat(Identity(member.player_id, member.name), True, True)
+        for member in ghost_members(runs)
+    }
