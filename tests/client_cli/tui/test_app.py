@@ -345,5 +345,7 @@ async def test_host_and_join_shortcuts_open_the_lobby_directly(tmp_path: Path) -
 
 async def _join_and_look(app: TriPeaksApp) -> str:
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, LobbyScreen) and member_count(app) == 2)
+        # The screen is up before it has mounted and shown the room: wait for its code too.
+        await until(pilot, lambda: isinstance(app.screen, LobbyScreen) and member_count(app) == 2
+                    and text_of(app, "#code").strip() != "")
         return text_of(app, "#code").replace(" ", "")

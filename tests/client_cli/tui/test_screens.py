@@ -188,6 +188,7 @@ async def test_the_countdown_digits_do_not_overlap_other_text(tmp_path: Path) ->
             await until(pilot, lambda: member_count(app) == 2)
             await pilot.press("s")
             await until(pilot, lambda: isinstance(app.screen, RaceScreen))
+            await until(pilot, lambda: bool(app.screen.query("#countdown")))  # mounted
             digits = app.screen.query_one("#countdown", Digits)
             await until(pilot, lambda: digits.display and digits.region.height > 0)
             for widget in app.screen.query("#left > *"):
