@@ -2,7 +2,8 @@
 finishes, the end of the race and the ghosts' playback.
 
 :class:`RaceCycle` is the base of :class:`server.race.room.Room`, which adds
-the members' inputs (joining, leaving, moves, timers, resume).  Pure like the
+the members' inputs (joining, leaving, moves, timers, resume); the outage rule's
+clock and timers are here (:meth:`RaceCycle._restart_timers`).  Pure like the
 room: every input carries ``now_ms``, every method returns :data:`Output`.  The
 phase changes only as :data:`protocol.wire.lifecycle.PHASE_TRANSITIONS` allows.
 """
@@ -395,6 +396,30 @@ class RaceCycle:
             RaceEnded(race_id, ended_by),
             *self._state_changed(),
         ]
+        return outputs
+
+    # ---- the outage rule ---------------------------------------------------------
+    def _restart_timers(self, gap_ms: int) -> list[Output]:
+        """Back after an outage of ``gap_ms``: the race clock pauses for the gap (every
+        racer's time, the time limit and a countdown move on by it, so nobody loses or
+        gains against another), every timer is set again, and a deal (or the ghosts'
+        runs) being fetched when the server stopped is asked for again."""
+        outputs: list[Output] = []
+        race, pending = self.race, self._pending
+        if race is not None and not race.over:
+            race.start_ms += gap_ms
+            outputs.append(SetTimer(TIME_LIMIT_TIMER, race.deadline_ms))
+            outputs += self._ghost_timer()
+        if pending is not None and pending.dealt is None:
+            if self.options.ghosts and not self.ghost_runs:
+                outputs.append(LoadGhosts(pending.ticket, self.options.ghosts))
+            else:
+                outputs.append(self._deal_request(pending.seed))
+        elif pending is not None and pending.start_at_ms is not None:
+            pending.start_at_ms += gap_ms
+            outputs.append(SetTimer(COUNTDOWN_TIMER, pending.start_at_ms))
+        # The flush timer went with the old process; the first mark after this sets it again.
+        self._progress.due_ms = None
         return outputs
 
     # ---- ghosts ------------------------------------------------------------------

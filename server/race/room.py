@@ -17,10 +17,10 @@ phase changes only as :data:`protocol.wire.lifecycle.PHASE_TRANSITIONS` allows.
 This module holds the members' side (joining, leaving, kicks, reconnects,
 ready flags and options), the moves, the timers and closing.  The room's state
 and its races (dealing, countdown, start, finishes, end, ghosts) are its base,
-:class:`server.race.race_cycle.RaceCycle`; the progress flush is
-:mod:`server.race.progress_flush`, the outage rule :mod:`server.race.outage`,
-the timers' names :mod:`server.race.room_timers`.  The small value types live
-in :mod:`server.race.room_types`, the outputs in :mod:`server.race.outputs`.
+:class:`server.race.race_cycle.RaceCycle` (the outage rule's clock and timers
+included); the progress flush is :mod:`server.race.progress_flush`, the timers'
+names :mod:`server.race.room_timers`.  The small value types live in
+:mod:`server.race.room_types`, the outputs in :mod:`server.race.outputs`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from protocol.wire.messages import (
 from protocol.wire.messages import Left as LeftMessage
 from protocol.wire.names import account_of
 from server.race.ghost import GHOST_TIMER
-from server.race.outage import restart_timers
 from server.race.outputs import (
     CancelTimer,
     CloseRoom,
@@ -294,10 +293,10 @@ class Room(RaceCycle):
         """The server is back after an outage of ``gap_ms``, this room rebuilt from its log.
 
         The outage rule: the race clock pauses for the gap and every timer is set
-        again (:func:`server.race.outage.restart_timers`), and every member and
+        again (:meth:`RaceCycle._restart_timers`), and every member and
         spectator is away with a full reconnect grace from ``now_ms``.
         """
-        outputs = restart_timers(self, gap_ms)
+        outputs = self._restart_timers(gap_ms)
         for pid in [*self.spectators, *self.seats]:
             outputs += self.disconnect(pid, now_ms)
         return outputs + self._maybe_empty(now_ms)
