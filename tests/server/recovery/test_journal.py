@@ -4,6 +4,7 @@ before it is on disk, in the order held; a log that keeps refusing lets the race
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from protocol.wire.messages import MoveAction
 from server.recovery.journal import RETRIES, Journal
 from server.storage.inputlog import SqlInputLog
+from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
 from server.storage.store import RaceStore
 from tests.server.storage.test_inputlog import stored_rows, write_locked
 
@@ -44,15 +46,28 @@ def path_of(store: RaceStore) -> Path:
     return path
 
 
+@contextlib.asynccontextmanager
+async def started(
+    store: RaceStore, epoch: int, *, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
+    commit_gap_s: float = 0.0,
+) -> AsyncIterator[tuple[SqlInputLog, Journal]]:
+    """A started journal on ``store``'s input log, closed (journal, then log) at the end."""
+    log = SqlInputLog(store, busy_timeout_s=busy_timeout_s)
+    journal = Journal(log, epoch, commit_gap_s=commit_gap_s)
+    journal.start()
+    try:
+        yield log, journal
+    finally:
+        await journal.close()
+        await log.close()
+
+
 async def test_held_frames_go_out_in_order_once_the_moves_before_them_are_on_disk(
     store: RaceStore,
 ) -> None:
-    log = SqlInputLog(store)
-    journal = Journal(log, 4)
-    socket = Socket(path_of(store))
-    journal.start()
-    journal.open("A", next_index=5)
-    try:
+    async with started(store, 4) as (log, journal):
+        socket = Socket(path_of(store))
+        journal.open("A", next_index=5)
         assert not journal.holding
         for seq in range(1, 31):
             journal.record_move("A", "p1", seq, MoveAction.DRAW, None, 1_000 + seq)
@@ -74,22 +89,16 @@ async def test_held_frames_go_out_in_order_once_the_moves_before_them_are_on_dis
         assert moves[0] == {"t": "moved", "player_id": "p1", "seq": 1, "action": "draw",
                             "position": None, "now_ms": 1_001}
         assert journal.entries_written == 30 and journal.commits == 2
-    finally:
-        await journal.close()
-        await log.close()
 
 
 async def test_a_log_that_keeps_refusing_lets_the_frames_out_and_stops_logging_the_room(
     store: RaceStore,
 ) -> None:
     path = path_of(store)
-    log = SqlInputLog(store, busy_timeout_s=0.05)
-    journal = Journal(log, 1)
-    socket = Socket(path)
-    journal.start()
-    journal.open("A")
-    journal.open("B")
-    try:
+    async with started(store, 1, busy_timeout_s=0.05) as (log, journal):
+        socket = Socket(path)
+        journal.open("A")
+        journal.open("B")
         with write_locked(path):
             journal.record_move("A", "p1", 1, MoveAction.PLAY, 3, 1_000)
             journal.hold_send(socket, "a1")
@@ -106,9 +115,6 @@ async def test_a_log_that_keeps_refusing_lets_the_frames_out_and_stops_logging_t
         assert socket.sent[-1] == ("b1", 1)
         assert journal.problem is None  # a later write worked
         assert await log.rooms() == ["B"] and await log.read("A") == []
-    finally:
-        await journal.close()
-        await log.close()
 
 
 async def test_closing_commits_what_is_recorded_and_records_nothing_after(
@@ -132,13 +138,10 @@ async def test_closing_commits_what_is_recorded_and_records_nothing_after(
 async def test_a_busy_journal_waits_its_gap_and_commits_what_came_meanwhile_together(
     store: RaceStore,
 ) -> None:
-    log = SqlInputLog(store)
-    journal = Journal(log, 1, commit_gap_s=0.2)
-    socket = Socket(path_of(store))
-    loop = asyncio.get_running_loop()
-    journal.start()
-    journal.open("A")
-    try:
+    async with started(store, 1, commit_gap_s=0.2) as (_log, journal):
+        socket = Socket(path_of(store))
+        loop = asyncio.get_running_loop()
+        journal.open("A")
         # After a quiet spell an input is committed at once, well within the gap.
         began = loop.time()
         journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
@@ -155,6 +158,3 @@ async def test_a_busy_journal_waits_its_gap_and_commits_what_came_meanwhile_toge
         assert loop.time() - began >= 0.2
         assert journal.commits == 2 and journal.entries_written == 4
         assert socket.sent == [(1, 1), (2, 4), (3, 4), (4, 4)]
-    finally:
-        await journal.close()
-        await log.close()
