@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
-from server.storage.sqlite_inputlog import Row, SqliteAppender
+from server.storage.sqlite_inputlog import Row, SqliteAppender, insert_sql
 from server.storage.store import RaceStore, StorageError
 
 metadata: Final = sa.MetaData()
@@ -36,8 +36,7 @@ room_inputs: Final = sa.Table(
 )
 
 
-_COLUMNS: Final = "room_inputs (room_code, idx, epoch, input_json)"
-_INSERT_SQLITE: Final = f"INSERT INTO {_COLUMNS} VALUES (?, ?, ?, ?)"
+_INSERT_SQLITE: Final = insert_sql(1)
 _KEYS: Final = ("room_code", "idx", "epoch", "input_json")
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from server.recovery.log import Run
 from server.storage.inputlog import SqlInputLog
+from server.storage.sqlite_inputlog import ROWS_PER_STATEMENT
 from server.storage.store import RaceStore, StorageError
 
 
@@ -177,3 +178,49 @@ async def test_an_in_memory_database_keeps_its_log_through_the_store(tmp_path: P
     finally:
         await log.close()
         await store.close()
+
+
+async def test_an_append_keeps_every_character_of_its_entries(file_store: RaceStore) -> None:
+    """Quotes, escapes, newlines and any character come back byte for byte, and large
+    numbers stay numbers."""
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store)
+    awkward = [
+        '{"name":"Zoë \\"the\\" ace","x":"tab\\there"}',
+        "plain text, not JSON at all: ' \" \\ é 🂡 \u2028 ?",
+    ]
+    try:
+        await log.append([Run("Q'1", 2**40, 2**53, awkward), Run("B", 0, 1, ["{}"])])
+        assert stored_rows(path) == [
+            ("B", 0, 1, "{}"), ("Q'1", 2**40, 2**53, "\n".join(awkward)),
+        ]
+    finally:
+        await log.close()
+
+
+@pytest.mark.parametrize(
+    ("rooms", "statements"),
+    [(1, 1), (ROWS_PER_STATEMENT, 1), (ROWS_PER_STATEMENT + 1, 4), (200, 6)],
+)
+async def test_an_append_runs_one_statement_per_64_rooms(
+    file_store: RaceStore, rooms: int, statements: int
+) -> None:
+    """Each statement costs the appender's thread a wait for the GIL behind a busy
+    event loop: a commit of up to 64 rooms is one statement, more are inserted 64 at a
+    time between BEGIN and COMMIT."""
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store)
+    ran: list[str] = []
+    try:
+        await log.append([Run("A", 0, 1, ["{}"])])  # opens the appender's connection
+        appender = log._appender
+        assert appender is not None
+        appender.prepare = lambda conn: conn.set_trace_callback(ran.append)
+        await log.append([Run(f"R{i:03d}", 0, 1, [f'{{"n":{i}}}']) for i in range(rooms)])
+        assert len(ran) == statements, ran
+        assert all(text.startswith(("INSERT", "BEGIN", "COMMIT")) for text in ran), ran
+        assert stored_rows(path)[1:] == [(f"R{i:03d}", 0, 1, f'{{"n":{i}}}') for i in range(rooms)]
+    finally:
+        await log.close()
