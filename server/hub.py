@@ -147,6 +147,8 @@ class Hub:
         self.metrics = Metrics(
             lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
         )
+        if journal is not None:
+            journal.on_commit = self.metrics.log_commit_seconds.observe
         #: Claimed names; the messages of connections whose hello is being checked.
         self.claims = Claims(Players(store), executor)
         self.held: dict[Connection, Held] = {}

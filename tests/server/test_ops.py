@@ -87,6 +87,12 @@ async def test_metrics_count_races_moves_refusals_errors_and_time_deals(tmp_path
         assert float(lines["tripeaks_deal_seconds_count"]) == 1
         # Move handling is timed on a sample: one move in 16.
         assert float(lines["tripeaks_move_seconds_count"]) == (len(LINE) + 1) // 16
+        # Every commit of the input log is timed: the answers it held waited that long.
+        commits = float(lines["tripeaks_log_commit_seconds_count"])
+        journal = server.hub.journal
+        assert journal is not None and 1 <= commits <= journal.commits
+        assert float(lines["tripeaks_log_commit_seconds_sum"]) > 0
+        assert float(lines['tripeaks_log_commit_seconds_bucket{le="+Inf"}']) == commits
 
 
 async def test_the_race_api_serves_stored_races_with_logs_and_lists_by_player(
