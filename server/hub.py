@@ -165,7 +165,8 @@ class Hub:
         loop = asyncio.get_running_loop()
         self.dealing = Dealing(self, loop)
         self.pars = ParJobs(
-            loop, executor, max(1, settings.deal_workers - 1), self.dealing.no_urgent, self.spawn
+            loop, executor, max(1, settings.deal_workers - 1), self.dealing.no_urgent, self.spawn,
+            closing=lambda: self.closing,
         )
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000

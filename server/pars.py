@@ -64,8 +64,11 @@ class ParJobs:
         workers: int,
         free: asyncio.Event,
         spawn: Callable[[Coroutine[Any, Any, None]], None],
+        closing: Callable[[], bool] = lambda: False,
     ) -> None:
         self._loop, self._executor, self._free, self._spawn = loop, executor, free, spawn
+        #: True once the server is stopping: its pool is stopped under the jobs left.
+        self._closing = closing
         self._slots = asyncio.Semaphore(max(1, workers))
 
     def submit(self, dealt: DealtGame) -> ParJob:
@@ -96,7 +99,8 @@ class ParJobs:
                 self._executor, par_now, job.deal, urgent
             )
         except Exception:
-            logs.failure("par_failed", seed=job.seed, candidate=job.candidate)
+            if not self._closing():  # a stopping server stops its pool: no failure
+                logs.failure("par_failed", seed=job.seed, candidate=job.candidate)
             result = None
         if not job.future.done():
             job.future.set_result(result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -15,7 +16,9 @@ import pytest
 from protocol.deals.dealer import DealtGame, deal_for_seed
 from protocol.rules.game import DRAW, Rules
 from protocol.wire import messages as m
+from server.app import make_executor, stop_executor
 from server.dealpool import par_now
+from server.pars import ParJobs
 from server.storage.store import RaceStore
 from tests.serverutil import TestClient, move_request, open_room, shared_deal_pool, start_server
 
@@ -160,3 +163,26 @@ async def test_a_finished_race_asks_for_its_par_at_normal_priority(tmp_path: Pat
         assert over.par == with_par().par
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize("closing", [False, True], ids=["running", "stopping"])
+async def test_a_par_job_whose_pool_is_stopped_fails_quietly_only_while_the_server_stops(
+    closing: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stopping server stops its deal pool under the par jobs left: no error for those.
+    A pool gone while the server runs is a failure, and logged as one."""
+    executor = make_executor(1, idle=False)
+    stop_executor(executor)
+    free = asyncio.Event()
+    free.set()
+    tasks: list[asyncio.Task[None]] = []
+    jobs = ParJobs(
+        asyncio.get_running_loop(), executor, 1, free,
+        lambda coro: tasks.append(asyncio.ensure_future(coro)), closing=lambda: closing,
+    )
+    job = jobs.submit(without_par())
+    with caplog.at_level(logging.INFO, logger="tripeaks.server"):
+        assert await asyncio.wait_for(job.future, 10) is None
+        await asyncio.gather(*tasks)
+    failures = [r for r in caplog.records if r.getMessage() == "par_failed"]
+    assert len(failures) == (0 if closing else 1)
