@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from aiohttp import web
 
@@ -90,17 +91,24 @@ def _reachable(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _tune_gc() -> None:
+#: The collector's thresholds once the server listens (see :func:`_tune_gc`).
+GC_THRESHOLDS: Final = (10_000, 100, 1000)
+
+
+def _tune_gc(thresholds: tuple[int, ...] = GC_THRESHOLDS) -> None:
     """Fewer, cheaper full collections.
 
     With thousands of players the heap holds millions of tracked objects, and
     CPython's default thresholds walk them all every few seconds: a 300-400 ms
     stall of every room (docs/performance.md).  Objects alive after start-up are
     frozen out of collection, and the older generations are collected less often.
+    A young collection walks what is alive in the young generation (a busy server
+    keeps most of it alive), so its threshold stays at 10,000: a burst of room
+    starts met 20-47 ms collections with 50,000 (performance-log.md).
     """
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 50, 1000)
+    gc.set_threshold(*thresholds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
