@@ -207,10 +207,19 @@ class ClusterNode:
 
     def _lost(self, code: str) -> None:
         logs.event("room_fenced", level=logging.WARNING, room=code, node=self.node_id)
+        self.give_up(code)
+        self.on_lost(code)
+
+    def give_up(self, code: str) -> None:
+        """Room ``code`` is another node's now: hold nothing of it here.  Its sessions'
+        keys are left as they are: the new owner keeps them under the same names, and a
+        delete from here would lose its players' seats to a reconnect."""
         self.epochs.pop(code, None)
         if code in self.pool:
             self.pool.remove(code)
-        self.on_lost(code)
+        sent = self._sent_sessions
+        for token in [token for token, (_key, room) in sent.items() if room == code]:
+            del sent[token]
 
     def _listing_changes(
         self, rooms: dict[str, Room], full: bool

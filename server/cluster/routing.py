@@ -97,7 +97,7 @@ class Router:
     def fenced(self, codes: list[str]) -> None:
         """The input log refused these rooms' entries: another node holds them now."""
         for code in codes:
-            self.node.epochs.pop(code, None)
+            self.node.give_up(code)
             self.lost(code)
 
     def holds(self, conn: Connection, message: m.ClientMessage) -> bool:

@@ -4,8 +4,7 @@ listings, sessions, and what an unreachable Redis looks like."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,14 +17,6 @@ from server.race.room_types import Identity, RoomTimings
 from tests.cluster.clusterutil import RedisServer, free_port
 
 LEASE_MS = 1000
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    yield server
-    server.kill()
 
 
 @pytest.fixture
