@@ -61,6 +61,11 @@ export class BoardView {
     this.update({ board: new Array(PEAK_CARDS).fill(HIDDEN), waste_top: null, stock_left: null });
   }
 
+  /** Name the board for whom it shows (the label given at first was a stand-in). */
+  relabel(label) {
+    this.peaks.setAttribute("aria-label", `${label}: peaks`);
+  }
+
   /** Draw a player view; entries (and the waste top) are card codes, "??" or null. */
   update(view) {
     const board = Array.isArray(view.board) ? view.board : [];

@@ -127,6 +127,19 @@ export class PlayerPanel {
       `${this.statusNode.textContent}`;
   }
 
+  /**
+   * The player's name, once known: a panel made from a race frame that came before
+   * the room state (a spectator catching up after a reconnect) shows the id till then.
+   */
+  rename(name) {
+    if (name === this.name) return;
+    this.name = name;
+    this.nameNode.textContent = name;
+    this.progress.setAttribute("aria-label", `${name}: cards cleared`);
+    this.root.setAttribute("aria-label", `${name}'s board`);
+    this.board.relabel(name);
+  }
+
   /** A racer whose connection dropped keeps their seat for a while: say so. */
   setConnected(connected) {
     this.offlineNode.hidden = connected !== false;

@@ -147,11 +147,14 @@ class Watcher {
     if (phase !== "countdown") this.hideCountdown();
   }
 
-  panelFor(playerId, name = playerId) {
+  /** The panel of a player, made on first sight; a name given renames it. */
+  panelFor(playerId, name) {
     let panel = this.panels.get(playerId);
     if (!panel) {
-      panel = new PlayerPanel(playerId, name);
+      panel = new PlayerPanel(playerId, name ?? playerId);
       this.panels.set(playerId, panel);
+    } else if (name !== undefined) {
+      panel.rename(name);
     }
     return panel;
   }

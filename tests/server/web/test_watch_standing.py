@@ -277,6 +277,53 @@ class Lossy:
             ws.send(text)
 
 
+@dataclass
+class RoomStateLate:
+    """The page's socket with every ``room_state`` held back until a race frame has gone
+    by (as after a reconnect, where the catch-up can come before the room's state)."""
+
+    held: list[str | bytes] = field(default_factory=list)
+    overtaken: bool = False
+
+    def route(self, ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        ws.on_message(server.send)
+        server.on_message(lambda message: self._from_server(ws, message))
+
+    def _from_server(self, ws: WebSocketRoute, message: str | bytes) -> None:
+        kind = json.loads(message).get("t")
+        if kind == "room_state" and not self.overtaken:
+            self.held.append(message)
+            return
+        ws.send(message)
+        if kind in {"progress", "spectator_board", "spectator_update"} and not self.overtaken:
+            self.overtaken = True
+            for late in self.held:
+                ws.send(late)
+
+
+async def test_panels_made_before_the_room_state_show_the_players_names(site: Site) -> None:
+    (ann, bob), code = await race_room(site, ["Ann", "Bob"])
+    await ann.play_to(3)
+    late = RoomStateLate()
+    page = await watch(site, code, route=late.route)
+    wanted = "Ann|Ann's board|Ann: cards cleared,Bob|Bob's board|Bob: cards cleared"
+    await page.wait_for_function(
+        """(wanted) => [...document.querySelectorAll('.player-panel')].map(p =>
+             [p.querySelector('.player-name').textContent, p.getAttribute('aria-label'),
+              p.querySelector('progress').getAttribute('aria-label')].join('|')
+           ).sort().join() === wanted""",
+        arg=wanted,
+        timeout=WAIT_MS,
+    )
+    assert late.overtaken and late.held, "the room state never came after a race frame"
+    assert await page.locator(".peaks[aria-label='Ann: peaks']").count() == 1
+    assert webutil.script_errors(page) == []
+    for racer in (ann, bob):
+        await racer.client.send(m.Resign())
+    await ann.client.expect(m.RaceOver, timeout=30)
+
+
 async def test_a_bot_that_undoes_forty_times_and_resigns_ends_with_the_standings(
     site: Site,
 ) -> None:
