@@ -204,10 +204,14 @@ async def test_bots_send_again_what_the_server_refused_for_lack_of_credit(
             refusals.append(message.get("ref") or "")
 
     settings = BotSettings(on_frame=on_frame)
-    options = m.RoomOptions(countdown_s=0, undo=m.UndoPolicy.OFF)
-    # A credit of 2 refilled at 10/s: a bot's hello and join (or create) spend it,
-    # and its ready, sent at once after the answer, finds none.
-    async with running_server(tmp_path, player_burst=2, player_rate=10) as server:
+    # The race ends after 2 s: at half a credit a second the bots could not finish it.
+    options = m.RoomOptions(countdown_s=0, undo=m.UndoPolicy.OFF, time_limit_s=2)
+    # A credit of 2 refilled every 2 s: a bot's hello and join (or create) spend it,
+    # and its ready, sent at once after the answer, finds none however slow the
+    # machine (within 2 s).  The bots' resends every 0.25 s stay under the abuse rule.
+    async with running_server(
+        tmp_path, player_burst=2, player_rate=0.5, abuse_strikes=1000
+    ) as server:
         async with asyncio.timeout(60):
             results = await run_bots(server.ws_url, 2, host=True, options=options,
                                      settings=settings)

@@ -161,12 +161,20 @@ async def _watch_a_race(server: RunningServer, browser: Browser) -> WatchedRace:
         run_bots(server.ws_url, 2, host=True, pace=PACE, options=options, settings=settings)
     )
     code = await asyncio.wait_for(code_known, 30)
-    solver_task = asyncio.create_task(_play_the_winning_line(server, code, dealt.solution))
     desktop = await webutil.new_page(browser, webutil.DESKTOP)
     await desktop.add_init_script(SNAPSHOT_SCRIPT)
     phone = await webutil.new_page(browser, webutil.PHONE)
     await desktop.goto(f"{server.url}/watch/{code}")
     await phone.goto(f"{server.url}/watch/{code}")
+    # The race needs the third player: it joins once both pages watch the lobby, so a
+    # slow browser start cannot make the pages miss the countdown.
+    for page in (desktop, phone):
+        await page.wait_for_function(
+            "() => document.getElementById('spectators').textContent === '2'"
+            " && document.getElementById('room-phase').textContent === 'lobby'",
+            timeout=60_000,
+        )
+    solver_task = asyncio.create_task(_play_the_winning_line(server, code, dealt.solution))
     watched = WatchedRace(server, browser, desktop, phone, code, None, {})  # type: ignore[arg-type]
     for _ in range(1200):  # bounded: about two minutes
         phase, cleared, over = await _glance(desktop)
