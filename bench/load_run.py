@@ -7,6 +7,7 @@ import contextlib
 import json
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,12 +97,16 @@ def run_window(
     setup_timeout_s: float = 300.0,
     before_go: Callable[[], None] | None = None,
     spread_pool: bool = False,
+    metrics_url: str | None = None,
 ) -> WindowResult:
     """Start one generator per job, wait until all are ready, measure one window, merge.
 
     With ``spread_pool``, the server's child processes (its deal pool) may use
     every core while the generators set their rooms up, which only shortens
     the set-up; they are pinned back to the server's core before the window.
+    With ``metrics_url`` (the game server's ``/metrics``), the window's input log
+    commits are counted, and those over 50 ms (``log_commits``, ``log_commits_over_50ms``
+    in :attr:`WindowResult.server`).
     """
     result = WindowResult()
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -121,6 +126,7 @@ def run_window(
             result.ready = [w.read_event("ready", 1.0, line) for w, line in pairs]
             if before_go is not None:
                 before_go()
+            commits_at_go = log_commits(metrics_url) if metrics_url else None
             window = CpuWindow(server_pid)
             generator_core_at_go = core_busy(GENERATOR_CORE)
             for worker in workers:
@@ -128,6 +134,10 @@ def run_window(
             duration = max(float(job["duration_s"]) for job in jobs)
             events = [w.read_event("result", duration + setup_timeout_s) for w in workers]
             result.server = window.finish()
+            if metrics_url and commits_at_go is not None:
+                total, slow = log_commits(metrics_url)
+                result.server["log_commits"] = total - commits_at_go[0]
+                result.server["log_commits_over_50ms"] = slow - commits_at_go[1]
             generator_core = busy_share(generator_core_at_go, core_busy(GENERATOR_CORE))
         finally:
             for worker in workers:
@@ -146,6 +156,20 @@ def run_window(
         max(0.0, generator_core - result.generator_cpu_pct), 1
     )
     return result
+
+
+def log_commits(metrics_url: str) -> tuple[int, int]:
+    """The server's input log commits so far, and how many of them took over 50 ms (from
+    ``tripeaks_log_commit_seconds``; 0 and 0 before the first)."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    total = fast = 0
+    for line in text.splitlines():
+        if line.startswith("tripeaks_log_commit_seconds_count "):
+            total = int(float(line.split()[1]))
+        elif line.startswith('tripeaks_log_commit_seconds_bucket{le="0.05"} '):
+            fast = int(float(line.split()[1]))
+    return total, total - fast
 
 
 def pin_children(pid: int, cores: list[int] | None) -> None:

@@ -250,14 +250,15 @@ class CpuWindow:
         self.process = psutil.Process(pid)
         self.core = core
         self._start_wall = time.monotonic()
-        self._start_own, self._start_children = self._cpu()
+        self._start_own, self._start_children, self._start_system = self._cpu()
         self._start_core = self._core_times()
 
     def _core_times(self) -> tuple[float, float]:
         """(busy, total) seconds of the server's core, whoever used it."""
         return core_busy(self.core)
 
-    def _cpu(self) -> tuple[float, float]:
+    def _cpu(self) -> tuple[float, float, float]:
+        """CPU seconds of the process, of its children, and the kernel's of the process."""
         own = self.process.cpu_times()
         children = 0.0
         for child in self.process.children(recursive=True):
@@ -266,7 +267,7 @@ class CpuWindow:
             except psutil.NoSuchProcess:
                 continue
             children += times.user + times.system
-        return own.user + own.system, children
+        return own.user + own.system, children, own.system
 
     def rss_bytes(self) -> int:
         """Resident set size of the process itself."""
@@ -275,7 +276,7 @@ class CpuWindow:
     def finish(self) -> dict[str, float]:
         """CPU % of one core used since construction, by the process and its children."""
         wall = max(time.monotonic() - self._start_wall, 1e-9)
-        own, children = self._cpu()
+        own, children, system = self._cpu()
         busy, total = self._core_times()
         core_busy = busy - self._start_core[0]
         core_total = max(total - self._start_core[1], 1e-9)
@@ -284,6 +285,8 @@ class CpuWindow:
             # Other engineers share this machine: what they took from the server's core.
             "core_busy_by_others_pct": round(max(0.0, 100 * (core_busy - ours) / core_total), 1),
             "cpu_pct": round(100 * (own - self._start_own) / wall, 1),
+            # The kernel's part of it (system calls: socket reads and writes, epoll).
+            "cpu_system_pct": round(100 * (system - self._start_system) / wall, 1),
             # Children that exited during the window drop out of this sum; the deal
             # pool's workers live as long as the server, so that is rare here.
             "children_cpu_pct": round(100 * max(children - self._start_children, 0.0) / wall, 1),

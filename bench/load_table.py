@@ -32,9 +32,12 @@ def _race_rows(name: str, fig: dict[str, Any]) -> list[str]:
         f"{'':13}accepted moves/s {fig['accepted_moves_per_s']:.0f}"
         f"  server frames/s {fig['server_frames_per_s']:.0f}"
         f"  rejected {fig.get('rejected_moves', 0)}",
-        f"{'':13}server CPU {fig.get('server_cpu_pct')}% (+deal pool"
+        f"{'':13}server CPU {fig.get('server_cpu_pct')}% (kernel"
+        f" {fig.get('server_cpu_system_pct')}% of it; +deal pool"
         f" {fig.get('server_children_cpu_pct')}%)  RSS {fig.get('server_rss_mib')} MiB"
         f"  generator CPU {gen}",
+        f"{'':13}input log commits {fig.get('log_commits')}, over 50 ms"
+        f" {fig.get('log_commits_over_50ms')} (each held its answers that long)",
         f"{'':13}taken by other processes on this shared machine: core 0"
         f" {fig.get('server_core_busy_by_others_pct')}%, core 1"
         f" {fig.get('generator_core_busy_by_others_pct')}%",
@@ -105,7 +108,9 @@ def print_table(figures: dict[str, Any]) -> None:
             lines.append(
                 f"{'capacity':<13}{step['players']:>7} players at 2 moves/s: p99"
                 f" {step['p99_ms']} ms -> {'ok' if step['ok'] else 'over'}"
-                f" (server CPU {step['server_cpu_pct']}%, core 0 taken by others"
+                f" (server CPU {step['server_cpu_pct']}%, kernel"
+                f" {step.get('server_cpu_system_pct')}% of it, log commits over 50 ms"
+                f" {step.get('log_commits_over_50ms')}, core 0 taken by others"
                 f" {step.get('core_taken_by_others_pct')}%, generator {step['generator_cpu_pct']}%)"
             )
     lines += ["-" * 78, "targets"]

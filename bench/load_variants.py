@@ -11,10 +11,34 @@ Variants:
 - ``pool_idle``: deal-pool workers run under ``SCHED_IDLE`` (CPU only when the
   event loop does not want it);
 - ``no_metrics``: the per-frame and per-move Prometheus updates become no-ops;
-- ``gc_tuned``: ``gc.set_threshold(50_000, 50, 1000)``;
+- ``gc_tuned``: the server's collector thresholds of before ea90423,
+  ``(50_000, 50, 1000)``, instead of its own;
 - ``no_gc``: the cyclic garbage collector is off (an upper bound, not a fix);
 - ``gc_log``: every collection of generation 1 or 2, and every one over 5 ms, is
   written to stderr with its duration (kept with ``BENCH_LOAD_KEEP_LOG=1``);
+- ``gc_thresholds``: the server's collector thresholds are ``$BENCH_GC_THRESHOLDS``
+  (three integers, comma-separated) instead of its own;
+- ``gc_types``: at most every 3 s, the commonest types among the young generation's
+  objects as a collection of it starts (to stderr): what the collector walks;
+- ``log_unsynced``: the input log's SQLite connection commits with
+  ``synchronous=NORMAL`` (no sync per commit: what a power cut would cost);
+- ``log_no_checkpoint``: the input log's SQLite connection never checkpoints the WAL
+  (``wal_autocheckpoint=0``; the file grows for the run);
+- ``log_per_row``: the input log inserts a statement per row in a transaction, as
+  it did before 2026-12-02 (the server: a statement per 64 rows);
+- ``log_slow``: every input log commit over 20 ms is written to stderr with its
+  length and rows;
+- ``log_rowid``: the input log's rows go to a table in append order with no index
+  (``bench_room_inputs``; nothing reads them back): what a layout that appends
+  would write per commit;
+- ``log_off``: the input log's commits write nothing (its thread still answers each
+  one), an upper bound on what the log's disk writes cost;
+- ``switch_interval``: the interpreter's switch interval (how long a thread waiting
+  for the GIL waits at most) is ``$BENCH_SWITCH_INTERVAL`` seconds instead of 5 ms;
+- ``lag_log``: every stall of the event loop over 20 ms is written to stderr with
+  its length (a 5 ms ticker that is late);
+- ``stall_stacks``: ``lag_log``, and with each stall the loop thread's stacks a
+  sampler thread saw during it (one sample a millisecond, commonest first);
 - ``cprofile``: the server runs under :mod:`cProfile`, its statistics written at exit
   to ``$BENCH_PROFILE_DIR/server-PID.prof`` (default: the working directory); the
   profiler slows every call, so read shares, not times.
@@ -50,7 +74,11 @@ class _NoOp:
 
 def apply(variants: set[str]) -> None:
     """Patch the server modules for ``variants``; unknown names are an error."""
-    known = {"pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log", "cprofile"}
+    known = {
+        "pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log", "cprofile",
+        "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid", "lag_log",
+        "gc_types", "gc_thresholds", "stall_stacks", "switch_interval", "log_per_row",
+    }
     if variants - known:
         raise SystemExit(f"unknown variants {sorted(variants - known)}; known: {sorted(known)}")
     import server.app as app  # imported here: the patches must precede create_app()
@@ -76,12 +104,171 @@ def apply(variants: set[str]) -> None:
                 setattr(self, name, _NoOp())
 
         metrics.Metrics.__init__ = quiet_init  # type: ignore[method-assign]
-    if "gc_tuned" in variants:
-        gc.set_threshold(50_000, 50, 1000)
     if "no_gc" in variants:
         gc.disable()
     if "gc_log" in variants:
         gc.callbacks.append(_log_collection)
+    if "gc_types" in variants:
+        gc.callbacks.append(_young_types)
+    if variants & {"gc_thresholds", "gc_tuned"}:
+        import functools
+
+        import server.__main__ as entry
+
+        wanted: tuple[int, ...] = (50_000, 50, 1000)
+        if "gc_thresholds" in variants:
+            given = os.environ.get("BENCH_GC_THRESHOLDS", "")
+            try:
+                wanted = tuple(int(n) for n in given.split(","))
+            except ValueError:
+                raise SystemExit(
+                    f"gc_thresholds needs BENCH_GC_THRESHOLDS=G0,G1,G2 (integers), not {given!r}"
+                ) from None
+        entry._tune_gc = functools.partial(entry._tune_gc, wanted)
+    if variants & {"log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid",
+                   "log_per_row"}:
+        _patch_log(variants)
+    if "switch_interval" in variants:
+        given = os.environ.get("BENCH_SWITCH_INTERVAL", "")
+        try:
+            sys.setswitchinterval(float(given))
+        except ValueError:
+            raise SystemExit(
+                f"switch_interval needs BENCH_SWITCH_INTERVAL=SECONDS, not {given!r}"
+            ) from None
+    if variants & {"lag_log", "stall_stacks"}:
+        _patch_lag_log(app, stacks="stall_stacks" in variants)
+
+
+def _patch_log(variants: set[str]) -> None:
+    import server.storage.sqlite_inputlog as sqlite_inputlog
+
+    if "log_off" in variants:
+        sqlite_inputlog._insert = lambda conn, rows: None
+    if "log_unsynced" in variants:
+        _after_open(sqlite_inputlog, "PRAGMA synchronous=NORMAL")
+    if "log_no_checkpoint" in variants:
+        _after_open(sqlite_inputlog, "PRAGMA wal_autocheckpoint=0")
+    if "log_rowid" in variants:
+        _after_open(
+            sqlite_inputlog,
+            "CREATE TABLE IF NOT EXISTS bench_room_inputs (seq INTEGER PRIMARY KEY,"
+            " room_code TEXT, idx INTEGER, epoch INTEGER, input_json TEXT)",
+        )
+
+        def insert_appended(conn: Any, rows: Any) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT INTO bench_room_inputs (room_code, idx, epoch, input_json)"
+                " VALUES (?, ?, ?, ?)", rows,
+            )
+            conn.execute("COMMIT")
+
+        sqlite_inputlog._insert = insert_appended
+    if "log_per_row" in variants:
+        sqlite_inputlog._insert = insert_per_row
+    if "log_slow" in variants:
+        insert = sqlite_inputlog._insert
+
+        def timed_insert(conn: Any, rows: Any) -> None:
+            started = time.perf_counter()
+            insert(conn, rows)
+            ms = (time.perf_counter() - started) * 1000
+            if ms > 20:
+                print(f"log commit {ms:.1f} ms rows {len(rows)} at {time.time():.3f}",
+                      file=sys.stderr, flush=True)
+
+        sqlite_inputlog._insert = timed_insert
+
+
+def insert_per_row(conn: Any, rows: Any) -> None:
+    """``log_per_row``: the input log's insert before 2026-12-02, a transaction with one
+    statement per row (each a wait for the GIL behind a busy event loop)."""
+    from server.storage.sqlite_inputlog import insert_sql
+
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(insert_sql(1), rows)
+    conn.execute("COMMIT")
+
+
+def _after_open(sqlite_inputlog: Any, statement: str) -> None:
+    """The input log's connection runs ``statement`` once it is opened (on top of any
+    variant's before it)."""
+    opened = sqlite_inputlog.SqliteAppender._open
+
+    def open_then(self: Any) -> Any:
+        conn = opened(self)
+        conn.execute(statement)
+        return conn
+
+    sqlite_inputlog.SqliteAppender._open = open_then
+
+
+def _patch_lag_log(app: Any, stacks: bool = False) -> None:
+    import asyncio
+
+    create = app.create_app
+    sampler = _StackSampler() if stacks else None
+
+    async def ticker() -> None:
+        due = time.perf_counter() + 0.005
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            if now - due > 0.02:
+                print(f"loop stall {(now - due) * 1000:.1f} ms at {time.time():.3f}",
+                      file=sys.stderr, flush=True)
+                if sampler is not None:
+                    sampler.report(due, now)
+            due = now + 0.005
+
+    def create_app(*args: Any, **kwargs: Any) -> Any:
+        web_app = create(*args, **kwargs)
+
+        async def start(_app: Any) -> None:
+            if sampler is not None:
+                sampler.start()
+            _app["lag_ticker"] = asyncio.get_running_loop().create_task(ticker())
+
+        web_app.on_startup.append(start)
+        return web_app
+
+    app.create_app = create_app
+
+
+class _StackSampler:
+    """``stall_stacks``: a thread notes the loop thread's stack every millisecond (the
+    last two seconds kept); a stall is reported as its samples' stacks, commonest first."""
+
+    def __init__(self) -> None:
+        import collections
+        import threading
+
+        self._main = threading.get_ident()
+        self._samples: collections.deque[tuple[float, str]] = collections.deque(maxlen=2000)
+        self._thread = threading.Thread(target=self._run, name="stall-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.001)
+            frame = sys._current_frames().get(self._main)
+            stack: list[str] = []
+            while frame is not None and len(stack) < 12:
+                code = frame.f_code
+                where = code.co_filename.rsplit("/", 2)[-1]
+                stack.append(f"{where}:{code.co_name}:{frame.f_lineno}")
+                frame = frame.f_back
+            self._samples.append((time.perf_counter(), " < ".join(stack)))
+
+    def report(self, since: float, until: float) -> None:
+        import collections
+
+        counts = collections.Counter(st for at, st in list(self._samples) if since <= at <= until)
+        for stack, n in counts.most_common(8):
+            print(f"  {n:3d} {stack}", file=sys.stderr, flush=True)
 
 
 _started = [0.0]
@@ -94,8 +281,24 @@ def _log_collection(phase: str, info: dict[str, int]) -> None:
         return
     ms = (now - _started[0]) * 1000
     if info["generation"] or ms > 5:
-        print(f"gc gen {info['generation']} {ms:.1f} ms collected {info['collected']}",
+        print(f"gc gen {info['generation']} {ms:.1f} ms collected {info['collected']}"
+              f" at {time.time():.3f}",
               file=sys.stderr, flush=True)
+
+
+_sampled = [0.0]
+
+
+def _young_types(phase: str, info: dict[str, int]) -> None:
+    import collections
+
+    now = time.monotonic()
+    if phase != "start" or info["generation"] or now - _sampled[0] < 3:
+        return
+    _sampled[0] = now
+    young = gc.get_objects(generation=0)
+    common = collections.Counter(type(obj).__qualname__ for obj in young).most_common(10)
+    print(f"gc young {len(young)}: {common}", file=sys.stderr, flush=True)
 
 
 def main() -> int:

@@ -16,16 +16,21 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import psutil
 import pytest
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.echo_server import make_app
+from bench.load import burst_figures
 from bench.load_game import move_frame
+from bench.load_run import WindowResult, log_commits
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol.wire import codec
 from protocol.wire import messages as m
+from tests.serverutil import move_request, open_room, running_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,6 +81,15 @@ def test_quick_run_reports_every_figure_the_issue_lists(quick_figures: dict) -> 
         assert quick_figures[run]["rtt"]["count"] > 0
         assert quick_figures[run]["rtt"]["p99_9_ms"] is not None
         assert quick_figures[run]["accepted_moves_per_s"] > 0
+        # The kernel's share is part of the server's CPU, never more than all of it.
+        system = quick_figures[run]["server_cpu_system_pct"]
+        assert 0 <= system <= quick_figures[run]["server_cpu_pct"] + 1, run
+        # Every move is logged before its answer: the window saw commits, read from /metrics.
+        assert quick_figures[run]["log_commits"] > 0, run
+        assert 0 <= quick_figures[run]["log_commits_over_50ms"] <= quick_figures[run]["log_commits"]
+    for step in quick_figures["capacity"]["steps"]:
+        assert 0 <= step["server_cpu_system_pct"] <= step["server_cpu_pct"] + 1
+        assert step["log_commits_over_50ms"] >= 0
     assert quick_figures["human"]["room_start"]["p99_ms"] is not None
     assert quick_figures["interference"]["room_start"]["count"] == quick_figures["scale"]["burst"]
     assert quick_figures["interference"]["rtt_during_burst"]["count"] > 0
@@ -196,3 +210,33 @@ def test_the_generators_move_frames_are_the_codecs_bytes() -> None:
     ]:
         expected = codec.encode_msgpack(m.MoveRequest(seq, action, position))
         assert move_frame(seq, action, position) == expected
+
+
+async def test_log_commits_reads_the_servers_commit_histogram(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as server:
+        (ann,), _state = await open_room(server.ws_url, ["ann"], practice_seed="42")
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        await ann.request(move_request(1, "draw"), m.MoveResult)
+        await asyncio.sleep(0.6)  # the progress flush (a logged timer) has come and gone
+        url = f"{server.url}/metrics"
+        total, slow = await asyncio.to_thread(log_commits, url)
+        journal = server.hub.journal
+        assert journal is not None and 1 <= total == journal.commits
+        async with aiohttp.ClientSession() as http, http.get(url) as response:
+            text = await response.text()
+    (family,) = [f for f in text_string_to_metric_families(text)
+                 if f.name == "tripeaks_log_commit_seconds"]
+    fast = next(s.value for s in family.samples
+                if s.name.endswith("_bucket") and s.labels["le"] == "0.05")
+    assert slow == total - int(fast) >= 0
+
+
+@pytest.mark.parametrize(("during_ms", "ok"), [(20.0, True), (20.001, False)])
+def test_the_burst_ratio_is_judged_before_it_is_rounded(during_ms: float, ok: bool) -> None:
+    hists = {"rtt_before_burst": Histogram(), "rtt_during_burst": Histogram()}
+    hists["rtt_before_burst"].record(0.010)
+    hists["rtt_during_burst"].record(during_ms / 1000)
+    figures = burst_figures(WindowResult(hists=hists), 50)
+    assert figures["burst_ratio_ok"] is ok
+    assert figures["burst_rtt_ratio"] == pytest.approx(during_ms / 10, abs=0.001)
