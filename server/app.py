@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 SETTINGS: Final = web.AppKey("settings", Settings)
 HUB: Final = web.AppKey("hub", Hub)
 STORE: Final = web.AppKey("store", RaceStore)
-_EXTERNAL_STORE: Final = web.AppKey("external_store", bool)
 _EXECUTOR: Final = web.AppKey("executor", concurrent.futures.Executor)
 _CONNECT_LIMITER: Final = web.AppKey("connect_limiter", AddressLimiter)
 _HTTP_LIMITER: Final = web.AppKey("http_limiter", AddressLimiter)
@@ -150,47 +149,28 @@ def create_app(
     app[SETTINGS] = settings
     app[_HTTP_LIMITER] = AddressLimiter(settings.http_rate, settings.http_burst)
     app[_PROXIES] = settings.proxy_networks()
-    app[_EXTERNAL_STORE] = store is not None
     app[_CONNECT_LIMITER] = AddressLimiter(settings.connect_rate, settings.connect_burst)
     if store is not None:
         app[STORE] = store
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        if STORE not in app:
-            app[STORE] = await _open_store(settings)
-        own_executor = executor is None
-        app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
-        gap = settings.log_commit_gap_s
-        if settings.cluster:
-            node, cluster_log = _cluster_node(settings, app)
-            # Each room is fenced by its own lease's epoch.
-            journal = Journal(cluster_log, 1, commit_gap_s=gap)
-        else:
-            log = SqlInputLog(app[STORE])
-            journal = Journal(log, await log.max_epoch() + 1, commit_gap_s=gap)
-        app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
-        await _replay(app[HUB])
-        app[HUB].start()
-        if settings.cluster:
-            # No rooms are taken back at start: a room whose lease ran out is taken over
-            # by whichever node a client (or the janitor) reaches first.
-            app[CLUSTER] = _wire_cluster(node, cluster_log, app[HUB])
-        else:
-            await _resume(app[HUB], log)
-        logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
-        try:
+        # Each part opened is closed, last opened first, after the last request or at
+        # once if start-up fails further on (a broken input log, a database gone).
+        async with contextlib.AsyncExitStack() as opened:
+            if STORE not in app:
+                app[STORE] = await _open_store(settings)
+                opened.push_async_callback(app[STORE].close)
+            app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
+            if executor is None:
+                opened.push_async_callback(_stop_off_loop, app[_EXECUTOR])
+            try:
+                await _start(app, settings, opened)
+            except BaseException:
+                if HUB in app:  # its timers and tasks run already
+                    await shut_down(app[HUB])
+                raise
+            logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
             yield
-        finally:
-            if CLUSTER in app:
-                await app[CLUSTER].node.stop()
-            else:
-                await log.close()  # after the hub's last commit (on_shutdown)
-            if not app[_EXTERNAL_STORE]:
-                await app[STORE].close()
-            if own_executor:
-                await asyncio.get_running_loop().run_in_executor(
-                    None, functools.partial(stop_executor, app[_EXECUTOR])
-                )
 
     app.cleanup_ctx.append(lifecycle)
     app.on_shutdown.append(_on_shutdown)
@@ -204,6 +184,49 @@ def create_app(
     add_player_routes(app, lambda app: app[STORE], lambda app: app[HUB].daily.today())
     add_web_routes(app)
     return app
+
+
+async def _start(
+    app: web.Application, settings: Settings, opened: contextlib.AsyncExitStack
+) -> None:
+    """The input log, the hub and its rooms: every room the log holds is back (or, in
+    cluster mode, ready to be taken over) when this returns.  What must be closed goes
+    on ``opened``."""
+    gap = settings.log_commit_gap_s
+    if settings.cluster:
+        node, cluster_log = _cluster_node(settings, app)
+        opened.push_async_callback(_stop_node, app, node)
+        # Each room is fenced by its own lease's epoch.
+        journal = Journal(cluster_log, 1, commit_gap_s=gap)
+    else:
+        log = SqlInputLog(app[STORE])
+        opened.push_async_callback(log.close)  # after the hub's last commit (on_shutdown)
+        journal = Journal(log, await log.max_epoch() + 1, commit_gap_s=gap)
+    app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
+    await _replay(app[HUB])
+    app[HUB].start()
+    if settings.cluster:
+        # No rooms are taken back at start: a room whose lease ran out is taken over
+        # by whichever node a client (or the janitor) reaches first.
+        app[CLUSTER] = _wire_cluster(node, cluster_log, app[HUB])
+    else:
+        await _resume(app[HUB], log)
+
+
+async def _stop_node(app: web.Application, node: ClusterNode) -> None:
+    """Stop a node's periodic work, or only close its Redis client if start-up failed
+    before the node was wired to the hub."""
+    if CLUSTER in app:
+        await node.stop()
+    else:
+        await node.directory.close()
+
+
+async def _stop_off_loop(executor: concurrent.futures.Executor) -> None:
+    """:func:`stop_executor`, which blocks, in a thread."""
+    await asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(stop_executor, executor)
+    )
 
 
 def _cluster_node(

@@ -55,7 +55,10 @@ class Shell(Protocol):
 async def shut_down(hub: Shell) -> None:
     """Stop: with a journal, log the stop and commit everything, so that the next
     start resumes every room; without one, end running races and store them.  Then
-    tell everyone and close."""
+    tell everyone and close.  Once is enough: a start-up that fails after the hub
+    started stops it, and the app's shutdown then finds it stopped."""
+    if hub.closing:
+        return
     hub.closing = True
     _wind_up(hub, hub.now_ms())
     hub.races.save_without_par()
