@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
 from protocol.rules.cards import RANKS, SUITS
 from protocol.rules.game import Deal, Game, Rules
@@ -99,6 +99,12 @@ async def open_browser() -> AsyncIterator[Browser]:
 async def new_page(browser: Browser, viewport: dict[str, int] = DESKTOP) -> Page:
     """A page in a fresh context that keeps its script errors and console errors."""
     context = await browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+    return await _page_keeping_errors(context)
+
+
+async def _page_keeping_errors(context: BrowserContext) -> Page:
+    """A new page of ``context`` whose script and console errors :func:`script_errors`
+    returns."""
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
@@ -149,17 +155,7 @@ async def new_touch_page(browser: Browser, viewport: dict[str, int] = PHONE) -> 
     context = await browser.new_context(
         viewport=viewport, has_touch=True, is_mobile=True  # type: ignore[arg-type]
     )
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
-    page.on(
-        "console",
-        lambda message: errors.append(f"console: {message.text}")
-        if message.type == "error"
-        else None,
-    )
-    page.script_errors = errors  # type: ignore[attr-defined]
-    return page
+    return await _page_keeping_errors(context)
 
 
 def views_of(race: dict[str, Any], log: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
