@@ -163,12 +163,7 @@ def create_app(
             app[_EXECUTOR] = executor or make_executor(settings.deal_workers)
             if executor is None:
                 opened.push_async_callback(_stop_off_loop, app[_EXECUTOR])
-            try:
-                await _start(app, settings, opened)
-            except BaseException:
-                if HUB in app:  # its timers and tasks run already
-                    await shut_down(app[HUB])
-                raise
+            await _start(app, settings, opened)
             logs.event("storage_ready", db=app[STORE].url, fallback_file=_fallback_file(app[HUB]))
             yield
 
@@ -203,6 +198,8 @@ async def _start(
         opened.push_async_callback(log.close)  # after the hub's last commit (on_shutdown)
         journal = Journal(log, await log.max_epoch() + 1, commit_gap_s=gap)
     app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
+    # First of all after a failed start; after a stop, on_shutdown has stopped the hub.
+    opened.push_async_callback(shut_down, app[HUB])
     await _replay(app[HUB])
     app[HUB].start()
     if settings.cluster:
