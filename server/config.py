@@ -92,6 +92,9 @@ class Settings:
     max_rooms: int = field(default=10000, metadata=_doc("rooms open at once"))
     deal_workers: int = field(default=2, metadata=_doc("processes that deal (solve) races"))
     deals_ahead: int = field(default=16, metadata=_doc("deals prepared ahead per rule set"))
+    deal_hedge_ms: int = field(
+        default=10, metadata=_doc("a start dealt at once adds a second seed after (ms; 0: at once)")
+    )
     max_race_s: float = field(default=3600.0, metadata=_doc("cap on a race without a limit"))
     shutdown_timeout_s: float = field(default=10.0, metadata=_doc("time to flush on SIGTERM"))
     log_commit_gap_s: float = field(

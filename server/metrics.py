@@ -128,6 +128,11 @@ class Metrics:
         self.deal_seconds = Histogram(
             "tripeaks_deal_seconds", "Time to deal a race", buckets=_DEAL_BUCKETS, registry=reg
         )
+        self.deals_hedged = Counter(
+            "tripeaks_deals_hedged",
+            "Starts that dealt a second seed beside a slow one (the other went to the pool)",
+            registry=reg,
+        )
         self.move_seconds = Histogram(
             "tripeaks_move_seconds",
             "Time to handle one move on the server (one move in 16 is timed)",
