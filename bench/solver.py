@@ -5,7 +5,9 @@ of seeds ``PREFIX-0``, ``PREFIX-1``, ...) with the solver, and the first
 ``--baseline-deals`` of them with the plain depth-first search with a visited
 set, in the same run; then it times the dealer on fresh seeds and par on
 winnable deals.  Everything runs in this one process, one deal at a time, so
-per-deal times are not shared between deals.  Wall-clock and CPU times are both
+per-deal times are not shared between deals; then the same seeds are dealt
+as a start that finds no deal ready deals them: in two worker processes,
+hedged (``server.hub_deals.first_dealt``), wall clock only.  Wall-clock and CPU times are both
 recorded: the machine is shared, and CPU time is what other people's load
 disturbs least.
 
@@ -16,6 +18,8 @@ disturbs least.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import concurrent.futures
 import json
 import sys
 import time
@@ -25,10 +29,12 @@ from typing import Any
 
 from bench._timing import machine, summary_ms, timed
 from client_cli.deal_commands import wilson_interval
-from protocol.deals.dealer import deal_for_seed
+from protocol.deals.dealer import Difficulty, deal_for_seed
 from protocol.deals.shuffle import candidate_deal
 from protocol.deals.solver import dfs_baseline, par_of, solve
 from protocol.rules.game import Deal, Rules
+from server.dealpool import deal_now
+from server.hub_deals import first_dealt
 
 RESULTS = Path(__file__).parent / "results" / "solver.json"
 
@@ -55,6 +61,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--dealer-seeds", type=int, default=300, help="fresh seeds for the dealer")
     parser.add_argument("--par-deals", type=int, default=200, help="winnable deals for par")
+    parser.add_argument(
+        "--hedge-ms", type=int, default=10, help="a start's second seed after (the server's 10)"
+    )
     parser.add_argument(
         "--rules",
         default="wrap,no-wrap,empty-waste+wrap",
@@ -144,6 +153,56 @@ def bench_dealer(prefix: str, seeds: int, rules: Rules) -> dict[str, Any]:
     }
 
 
+def bench_start_dealing(prefix: str, seeds: int, rules: Rules, hedge_ms: int) -> dict[str, Any]:
+    """A start with the pool empty, on the dealer's seeds: dealt in 2 worker processes,
+    a second seed beside a seed not dealt within ``hedge_ms``; each start waits for its
+    spare deal before the next begins, so every start finds both workers free."""
+
+    async def run(pool: concurrent.futures.Executor) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        walls: list[float] = []
+        hedged = own_taken = 0
+        await loop.run_in_executor(pool, deal_now, f"{prefix}-warm", rules, Difficulty.ANY)
+        for index in range(seeds):
+            seed = f"{prefix}-dealer-{index}"
+            spare: asyncio.Future[object] = loop.create_future()
+            drawn: list[str] = []
+
+            def spare_seed(index: int = index, drawn: list[str] = drawn) -> str:
+                drawn.append(f"{prefix}-spare-{index}")
+                return drawn[-1]
+
+            started = time.perf_counter()
+            dealt = await first_dealt(
+                loop,
+                pool,
+                seed,
+                rules,
+                Difficulty.ANY,
+                hedge_after_s=hedge_ms / 1000,
+                spare_seed=spare_seed,
+                keep=spare.set_result,
+            )
+            walls.append(time.perf_counter() - started)
+            if drawn:  # the deal not taken still runs: the next start must find both free
+                await spare
+                hedged += 1
+                own_taken += dealt.seed == seed
+            _progress("start dealing", index + 1, seeds)
+        return {
+            "seeds": seeds,
+            "hedge_ms": hedge_ms,
+            "workers": 2,
+            "wall": summary_ms(walls),
+            "hedged": hedged,
+            "hedged_own_seed_taken": own_taken,
+            "over_20_ms_wall": sum(1 for t in walls if t > 0.020),
+        }
+
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        return asyncio.run(run(pool))
+
+
 def bench_par(deals: list[Deal], verdicts: list[bool], count: int) -> dict[str, Any]:
     """Time to compute par of winnable deals."""
     winnable = [deal for deal, won in zip(deals, verdicts, strict=True) if won][:count]
@@ -191,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         if name == "wrap":
             wrap_deals, wrap_verdicts = deals, verdicts
     report["dealer"] = bench_dealer(args.seed_prefix, args.dealer_seeds, Rules())
+    report["start_dealing"] = bench_start_dealing(
+        args.seed_prefix, args.dealer_seeds, Rules(), args.hedge_ms
+    )
     if wrap_deals:
         report["par"] = bench_par(wrap_deals, wrap_verdicts, args.par_deals)
     report["seconds"] = time.time() - started
@@ -244,6 +306,14 @@ def _print_tail(report: dict[str, Any]) -> None:
         )
     slowest = ", ".join(f"{i} ({ms} ms, candidate {c})" for i, ms, c in dealer["slowest_cpu_ms"])
     print(f"  {dealer['over_20_ms_cpu']} seeds over 20 ms of CPU; slowest seeds: {slowest}")
+    start = report["start_dealing"]
+    print(
+        f"start with the pool empty (same seeds, {start['workers']} workers, second seed after"
+        f" {start['hedge_ms']} ms): p50 {start['wall']['median_ms']:.1f} ms"
+        f"  p99 {start['wall']['p99_ms']:.1f} ms  max {start['wall']['max_ms']:.1f} ms (wall);"
+        f" {start['hedged']} hedged ({start['hedged_own_seed_taken']} still took their own seed),"
+        f" {start['over_20_ms_wall']} over 20 ms"
+    )
     if "par" in report:
         par = report["par"]
         print(
