@@ -221,6 +221,23 @@ def test_the_readme_documents_every_setting() -> None:
     assert "`TRIPEAKS_DATA_DIR`" in readme
 
 
+def test_the_readme_gives_each_settings_default_as_the_server_has_it() -> None:
+    readme = (DEPLOY / "README.md").read_text()
+    for spec in dataclasses.fields(Settings):
+        default = getattr(Settings(), spec.name)
+        if default == "":  # empty: the row says what is used instead (a random id, ...)
+            continue
+        if isinstance(default, bool):
+            shown = str(default).lower()
+        elif isinstance(default, float) and default.is_integer():
+            shown = str(int(default))
+        else:
+            shown = str(default)
+        env = ENV_PREFIX + spec.name.upper()
+        row = re.search(rf"\| `{env}` \| `[^`]*` \| ([^|]*) \|", readme)
+        assert row is not None and row[1].strip() == f"`{shown}`", (env, shown)
+
+
 def test_nginx_proxies_websockets_with_a_read_timeout_above_the_heartbeat() -> None:
     conf = (DEPLOY / "nginx.conf").read_text()
     ws = re.search(r"location = /ws \{(.*?)\}", conf, re.S)
