@@ -35,6 +35,8 @@ Variants:
   one), an upper bound on what the log's disk writes cost;
 - ``switch_interval``: the interpreter's switch interval (how long a thread waiting
   for the GIL waits at most) is ``$BENCH_SWITCH_INTERVAL`` seconds instead of 5 ms;
+- ``starts_per_turn``: at most ``$BENCH_STARTS_PER_TURN`` room starts per turn of the
+  event loop instead of the server's 4 (:mod:`server.turns`);
 - ``lag_log``: every stall of the event loop over 20 ms is written to stderr with
   its length (a 5 ms ticker that is late);
 - ``stall_stacks``: ``lag_log``, and with each stall the loop thread's stacks a
@@ -78,6 +80,7 @@ def apply(variants: set[str]) -> None:
         "pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log", "cprofile",
         "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid", "lag_log",
         "gc_types", "gc_thresholds", "stall_stacks", "switch_interval", "log_per_row",
+        "starts_per_turn",
     }
     if variants - known:
         raise SystemExit(f"unknown variants {sorted(variants - known)}; known: {sorted(known)}")
@@ -136,6 +139,15 @@ def apply(variants: set[str]) -> None:
             raise SystemExit(
                 f"switch_interval needs BENCH_SWITCH_INTERVAL=SECONDS, not {given!r}"
             ) from None
+    if "starts_per_turn" in variants:
+        given = os.environ.get("BENCH_STARTS_PER_TURN", "")
+        if not given.isdigit() or int(given) < 1:
+            raise SystemExit(
+                f"starts_per_turn needs BENCH_STARTS_PER_TURN=N (N >= 1), not {given!r}"
+            )
+        from server import turns
+
+        turns.TurnSlots.__init__.__defaults__ = (int(given),)
     if variants & {"lag_log", "stall_stacks"}:
         _patch_lag_log(app, stacks="stall_stacks" in variants)
 

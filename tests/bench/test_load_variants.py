@@ -226,3 +226,23 @@ def test_log_per_row_inserts_a_statement_per_row(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", str(inserts)]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"), [("1", "1"), ("0", "needs BENCH_STARTS_PER_TURN")],
+    ids=["set", "refused"],
+)
+def test_starts_per_turn_sets_how_many_starts_a_turn_of_the_loop_carries(
+    given: str, expected: str
+) -> None:
+    done = _run(
+        """
+        import asyncio
+        from bench import load_variants
+        load_variants.apply({"starts_per_turn"})
+        from server.turns import TurnSlots
+        print(TurnSlots(asyncio.new_event_loop())._per_turn)
+        """,
+        BENCH_STARTS_PER_TURN=given,
+    )
+    assert expected in (done.stdout if done.returncode == 0 else done.stderr), done.stderr
