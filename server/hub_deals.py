@@ -229,8 +229,8 @@ async def first_dealt(
     seed (``spare_seed()``) beside it and return whichever deal is ready first.
 
     Both are exact deals of their seeds, so the one not returned is handed to ``keep``
-    when it is ready (a failure as its exception), even if the caller is cancelled
-    meanwhile: nothing a worker dealt is lost.  Most seeds deal in well under a
+    when it is ready (a failure as its exception), and so is every deal of a caller
+    cancelled while waiting: nothing a worker dealt is lost.  Most seeds deal in well under a
     millisecond; the few that take tens (an unwinnable first candidate proved so, a
     winning line the probes miss) no longer hold a start up.  ``None`` never hedges;
     0 deals both seeds at once.
@@ -240,15 +240,16 @@ async def first_dealt(
     first = loop.run_in_executor(executor, deal, seed, rules, difficulty)
     if hedge_after_s is None:
         return await first
-    if hedge_after_s > 0:
-        done, _ = await asyncio.wait({first}, timeout=hedge_after_s)
-        if done:
-            return first.result()
-    second = loop.run_in_executor(executor, deal, spare_seed(), rules, difficulty)
-    order = (first, second)
+    order = [first]
     taken: asyncio.Future[DealtGame] | None = None
     try:
-        pending: set[asyncio.Future[DealtGame]] = {first, second}
+        if hedge_after_s > 0:
+            done, _ = await asyncio.wait({first}, timeout=hedge_after_s)
+            if done:
+                taken = first
+                return first.result()
+        order.append(loop.run_in_executor(executor, deal, spare_seed(), rules, difficulty))
+        pending: set[asyncio.Future[DealtGame]] = set(order)
         while pending:
             _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             # The first seed wins a tie: it is the room's own.

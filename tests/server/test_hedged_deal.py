@@ -172,6 +172,20 @@ async def test_a_start_given_up_while_both_deal_loses_neither_deal(
     assert sorted(items, key=lambda d: getattr(d, "seed", "")) == [exact("own"), exact("spare-1")]
 
 
+async def test_a_start_given_up_before_the_hedge_keeps_its_own_deal_and_draws_no_spare(
+    threads: concurrent.futures.ThreadPoolExecutor,
+) -> None:
+    deal, kept = Gated("own"), Kept()
+    task = asyncio.create_task(hedged(threads, deal, kept, after=5.0))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deal.open("own")
+    assert await kept.wait() == [exact("own")]
+    assert deal.dealt == ["own"]
+
+
 async def test_without_a_hedge_a_slow_seed_is_waited_for_alone(
     threads: concurrent.futures.ThreadPoolExecutor,
 ) -> None:
