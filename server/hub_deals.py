@@ -134,7 +134,7 @@ class Dealing:
                 request.rules,
                 request.difficulty,
                 hedge_after_s=hub.settings.deal_hedge_ms / 1000 if hedge else None,
-                spare_seed=ids.seed,
+                spare_seed=self._hedge_seed,
                 keep=lambda dealt: self._keep_spare(key, dealt),
             )
         finally:
@@ -142,10 +142,15 @@ class Dealing:
             if not self._urgent:
                 self.no_urgent.set()
 
+    def _hedge_seed(self) -> str:
+        """A fresh seed for a start whose own seed is slow to deal (counted as a hedge)."""
+        self.hub.metrics.deals_hedged.inc()
+        return ids.seed()
+
     def _keep_spare(self, key: tuple[Rules, Difficulty], dealt: DealtGame | BaseException) -> None:
-        """The deal a hedged start did not take: into the pool (it is a seed's exact deal)."""
+        """A race deal a start did not take (a hedge's other deal, or that of a start
+        given up): into the pool, as it is a fresh seed's exact deal."""
         hub = self.hub
-        hub.metrics.deals_hedged.inc()
         if isinstance(dealt, BaseException):
             logs.event("spare_deal_failed", level=logging.WARNING, reason=str(dealt))
             return
