@@ -29,10 +29,7 @@ def _first_cells(text: str) -> set[str]:
 
 
 def test_every_setting_is_in_the_settings_table() -> None:
-    documented = set()
-    for line in DOC.splitlines():
-        if line.startswith("| `"):
-            documented.update(re.findall(r"`([a-z_0-9]+)`", line.split("|")[1]))
+    documented = _first_cells(_section("Settings"))
     missing = [f.name for f in dataclasses.fields(Settings) if f.name not in documented]
     assert missing == []
 
