@@ -5,11 +5,11 @@ of seeds ``PREFIX-0``, ``PREFIX-1``, ...) with the solver, and the first
 ``--baseline-deals`` of them with the plain depth-first search with a visited
 set, in the same run; then it times the dealer on fresh seeds and par on
 winnable deals.  Everything runs in this one process, one deal at a time, so
-per-deal times are not shared between deals; then the same seeds are dealt
-as a start that finds no deal ready deals them: in two worker processes,
-hedged (``server.hub_deals.first_dealt``), wall clock only.  Wall-clock and CPU times are both
+per-deal times are not shared between deals.  Wall-clock and CPU times are both
 recorded: the machine is shared, and CPU time is what other people's load
-disturbs least.
+disturbs least.  Last, the dealer's seeds are dealt as a start that finds no
+deal ready deals them: in two worker processes, hedged
+(``server.hub_deals.first_dealt``), wall clock only.
 
     python -m bench.solver                  # the full run, a few minutes
     python -m bench.solver --deals 100 --baseline-deals 20 --dealer-seeds 20 --par-deals 20

@@ -8,8 +8,8 @@ starts seen lately), or dealt at once when none is ready; a practice deal
 job is handed to the workers.  A race deal dealt at once is hedged
 (:func:`first_dealt`): a seed that is slow to deal gets a second seed beside
 it after ``deal_hedge_ms`` (10 ms: about 97% of seeds deal in under a
-millisecond, the rest in up to tens), the room takes whichever
-deal comes first, and the other joins the pool.  The dealt game reaches the room as a
+millisecond, the rest in up to tens), the room takes whichever deal comes
+first, and the other joins the pool.  The dealt game reaches the room as a
 ``Dealt`` input, a few starts per turn of the loop (:mod:`server.turns`);
 its par follows off the start path (:mod:`server.pars`).
 """
@@ -30,13 +30,7 @@ from protocol.wire import codec
 from server import ids, logs
 from server.config import Settings
 from server.daily import DailyService, daily_for_room
-from server.dealpool import (
-    POOL_CEILING,
-    StartRate,
-    deal_later,
-    deal_now,
-    pool_target,
-)
+from server.dealpool import POOL_CEILING, StartRate, deal_later, deal_now, pool_target
 from server.hub_rooms import RoomHandle
 from server.metrics import Metrics
 from server.pars import ParJobs
@@ -235,12 +229,12 @@ async def first_dealt(
 
     Both are exact deals of their seeds, so the one not returned is handed to ``keep``
     when it is ready (a failure as its exception), and so is every deal of a caller
-    cancelled while waiting: nothing a worker dealt is lost.  Most seeds deal in well under a
-    millisecond; the few that take tens (an unwinnable first candidate proved so, a
-    winning line the probes miss) no longer hold a start up.  ``None`` never hedges;
-    0 deals both seeds at once.
-    If the first deal fails before the hedge, that failure is raised; after it, only
-    when both fail.
+    cancelled while waiting: nothing a worker dealt is lost.  Most seeds deal in well
+    under a millisecond; the few that take tens (an unwinnable first candidate proved
+    so, a winning line the probes miss) no longer hold a start up.  0 deals both seeds
+    at once.  ``None`` never hedges and keeps nothing (a chosen seed's deal must not
+    reach the pool).  If the first deal fails before the hedge, that failure is raised;
+    after it, only when both fail.
     """
     first = loop.run_in_executor(executor, deal, seed, rules, difficulty)
     if hedge_after_s is None:
