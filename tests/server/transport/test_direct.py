@@ -4,7 +4,9 @@ A racing player's plain moves skip aiohttp's message queue; everything else
 still takes it.  These tests check that the skip really happens on a real
 server, that frames keep their order when one of them must queue, that a
 frame without credit is refused and counted once, and that bytes sent along
-with the upgrade request are not lost when the queue is swapped.
+with the upgrade request are not lost when the queue is swapped.  Whatever takes a
+move before aiohttp's queue must leave a frame cut short across reads, a
+message in fragments and a frame aiohttp refuses to aiohttp, in order.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import msgpack
 
 from protocol.wire import codec
 from protocol.wire import messages as m
-from protocol.wire.errors import ErrorCode
+from protocol.wire.errors import CloseCode, ErrorCode
 from server.hub import Hub
 from server.transport.connection import Connection
 from server.transport.direct import DirectQueue, DirectResponse
@@ -30,12 +32,16 @@ from tests.serverutil import RunningServer, TestClient, open_room, running_serve
 _OP_TEXT, _OP_BINARY, _OP_PING = 0x1, 0x2, 0x9
 
 
-def client_frame(payload: bytes, opcode: int = _OP_BINARY) -> bytes:
-    """One final, masked client frame (payload under 126 bytes)."""
-    assert len(payload) < 126
-    key = os.urandom(4)
+def client_frame(
+    payload: bytes, opcode: int = _OP_BINARY, *, first: int | None = None, key: bytes = b""
+) -> bytes:
+    """One masked client frame; final unless ``first`` says, a random key unless ``key`` does."""
+    key = key or os.urandom(4)
     masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-    return bytes((0x80 | opcode, 0x80 | len(payload))) + key + masked
+    head = 0x80 | opcode if first is None else first
+    if len(payload) < 126:
+        return bytes((head, 0x80 | len(payload))) + key + masked
+    return bytes((head, 0x80 | 126)) + len(payload).to_bytes(2, "big") + key + masked
 
 
 def move(seq: int, action: str = "draw") -> bytes:
@@ -151,3 +157,71 @@ async def test_bytes_sent_with_the_upgrade_request_reach_the_server(tmp_path: Pa
         welcome = codec.decode_server(await reader.readexactly(size), codec.Encoding.MSGPACK)
         assert isinstance(welcome, m.Welcome)
         writer.close()
+
+
+async def test_a_move_cut_across_reads_and_the_moves_after_it_skip_the_queue(
+    tmp_path: Path,
+) -> None:
+    async with racing(tmp_path) as (server, ann):
+        queue = direct_queue(server_side(server.hub, ann))
+        first = move(1)
+        for piece in (first[:1], first[1:4], first[4:9], first[9:]):
+            write_raw(ann, piece)
+            await asyncio.sleep(0.05)
+        write_raw(ann, move(2) + move(3))
+        answers = await frames_until(ann, m.MoveResult, 3)
+        assert [(type(a), a.seq) for a in answers] == [(m.MoveResult, n) for n in (1, 2, 3)]
+        assert all(a.accepted for a in answers)
+        assert queue.taken == 3  # all three skipped the queue
+
+
+async def test_a_move_in_fragments_with_a_ping_between_is_answered_in_order(
+    tmp_path: Path,
+) -> None:
+    async with racing(tmp_path) as (_server, ann):
+        payload = codec.encode_msgpack(m.MoveRequest(1, m.MoveAction.DRAW))
+        start = client_frame(payload[:5], first=_OP_BINARY)  # no FIN: more to come
+        end = client_frame(payload[5:], first=0x80)  # FIN, continuation
+        write_raw(ann, start + client_frame(b"", _OP_PING))
+        await asyncio.sleep(0.05)
+        write_raw(ann, end)
+        await asyncio.sleep(0.05)
+        write_raw(ann, move(2))
+        answers = await frames_until(ann, m.MoveResult, 2)
+        assert [(type(a), a.seq) for a in answers] == [(m.MoveResult, 1), (m.MoveResult, 2)]
+        assert all(a.accepted for a in answers)
+
+
+async def test_a_frame_with_an_extension_bit_after_a_move_closes_with_1002(
+    tmp_path: Path,
+) -> None:
+    async with racing(tmp_path) as (server, ann):
+        queue = direct_queue(server_side(server.hub, ann))
+        before = queue.taken
+        odd = client_frame(codec.encode_msgpack(m.Ping(1)), first=0xC0 | _OP_BINARY)  # RSV1
+        write_raw(ann, move(1) + odd)
+        # The move's answer waits for its log commit; the close need not.
+        with contextlib.suppress(Exception):
+            while True:
+                await ann.recv(timeout=5)
+        assert ann.ws.close_code == CloseCode.PROTOCOL_ERROR
+        assert queue.taken - before == 1
+
+
+async def test_a_frame_inside_a_frame_cut_short_is_not_taken_for_a_move(tmp_path: Path) -> None:
+    async with racing(tmp_path) as (_server, ann):
+        # A ping whose payload, sent unmasked (key 0), holds a whole move frame: the read
+        # that starts with it is the rest of the ping, not a move of its own.  (The
+        # ping's extra field earns it error 11, which marks its place among the answers.)
+        decoy = move(99)
+        ping = msgpack.packb({"t": "ping", "client_time_ms": 7, "pad": decoy + b"x" * 150})
+        frame = client_frame(ping, key=b"\0\0\0\0")
+        cut = frame.index(decoy)
+        write_raw(ann, frame[:cut])
+        await asyncio.sleep(0.05)
+        write_raw(ann, frame[cut:])
+        await asyncio.sleep(0.05)
+        write_raw(ann, move(1))
+        answers = await frames_until(ann, m.MoveResult, 1)
+        assert [(type(a), a.seq) for a in answers] == [(m.Error, None), (m.MoveResult, 1)]
+        assert isinstance(answers[0], m.Error) and answers[0].ref == "ping"
