@@ -31,6 +31,11 @@ Variants:
 - ``log_rowid``: the input log's rows go to a table in append order with no index
   (``bench_room_inputs``; nothing reads them back): what a layout that appends
   would write per commit;
+- ``log_tail``: the input log's rows go to a table in append order with no index
+  (``bench_inputs_tail``) and, after a commit at least ``$BENCH_FOLD_S`` seconds
+  (default 1) after the last fold, are moved into ``room_inputs`` in key order in one
+  transaction: each index page a fold touches is written once for all the commits
+  since the last (nothing reads the tail back);
 - ``log_off``: the input log's commits write nothing (its thread still answers each
   one), an upper bound on what the log's disk writes cost;
 - ``switch_interval``: the interpreter's switch interval (how long a thread waiting
@@ -78,7 +83,8 @@ def apply(variants: set[str]) -> None:
     """Patch the server modules for ``variants``; unknown names are an error."""
     known = {
         "pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log", "cprofile",
-        "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid", "lag_log",
+        "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid", "log_tail",
+        "lag_log",
         "gc_types", "gc_thresholds", "stall_stacks", "switch_interval", "log_per_row",
         "starts_per_turn",
     }
@@ -129,6 +135,7 @@ def apply(variants: set[str]) -> None:
                 ) from None
         entry._tune_gc = functools.partial(entry._tune_gc, wanted)
     if variants & {"log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid",
+                   "log_tail",
                    "log_per_row"}:
         _patch_log(variants)
     if "switch_interval" in variants:
@@ -177,6 +184,34 @@ def _patch_log(variants: set[str]) -> None:
             conn.execute("COMMIT")
 
         sqlite_inputlog._insert = insert_appended
+    if "log_tail" in variants:
+        _after_open(
+            sqlite_inputlog,
+            "CREATE TABLE IF NOT EXISTS bench_inputs_tail (seq INTEGER PRIMARY KEY,"
+            " room_code TEXT, idx INTEGER, epoch INTEGER, input_json TEXT)",
+        )
+        folded = [time.monotonic()]
+
+        def insert_tail(conn: Any, rows: Any) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT INTO bench_inputs_tail (room_code, idx, epoch, input_json)"
+                " VALUES (?, ?, ?, ?)", rows,
+            )
+            conn.execute("COMMIT")
+            now = time.monotonic()
+            if now - folded[0] >= float(os.environ.get("BENCH_FOLD_S", "1")):
+                folded[0] = now
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(
+                    "INSERT INTO room_inputs (room_code, idx, epoch, input_json) SELECT"
+                    " room_code, idx, epoch, input_json FROM bench_inputs_tail"
+                    " ORDER BY room_code, idx"
+                )
+                conn.execute("DELETE FROM bench_inputs_tail")
+                conn.execute("COMMIT")
+
+        sqlite_inputlog._insert = insert_tail
     if "log_per_row" in variants:
         sqlite_inputlog._insert = insert_per_row
     if "log_slow" in variants:

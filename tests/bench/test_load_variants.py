@@ -57,9 +57,9 @@ _APPEND = _LOG_FILE + textwrap.dedent("""
         with sqlite3.connect(path) as conn:
             rows = conn.execute("SELECT count(*) FROM room_inputs").fetchone()[0]
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+            own = [t for t in ("bench_room_inputs", "bench_inputs_tail") if t in tables]
             appended = (
-                conn.execute("SELECT count(*) FROM bench_room_inputs").fetchone()[0]
-                if "bench_room_inputs" in tables else -1
+                conn.execute(f"SELECT count(*) FROM {own[0]}").fetchone()[0] if own else -1
             )
         print(rows, *seen[0], appended)
     asyncio.run(main())
@@ -94,6 +94,18 @@ def test_log_no_checkpoint_turns_the_logs_checkpoints_off(tmp_path: Path) -> Non
 
 def test_log_rowid_appends_to_a_table_of_its_own(tmp_path: Path) -> None:
     assert _append(tmp_path, "log_rowid") == (0, 2, 1000)  # bench_room_inputs holds the row
+
+
+@pytest.mark.parametrize(
+    ("fold_s", "expected"), [("0", "1 2 1000 0"), ("600", "0 2 1000 1")],
+    ids=["folded at once", "still in the tail"],
+)
+def test_log_tail_appends_to_a_tail_folded_into_the_log(
+    tmp_path: Path, fold_s: str, expected: str
+) -> None:
+    done = _run(_APPEND, str(tmp_path / "log.db"), "log_tail", BENCH_FOLD_S=fold_s)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == expected.split()  # room_inputs, sync, checkpoint, tail
 
 
 def test_log_slow_reports_a_slow_commit_and_keeps_its_rows(tmp_path: Path) -> None:
