@@ -35,7 +35,8 @@ Variants:
   (``bench_inputs_tail``) and, after a commit at least ``$BENCH_FOLD_S`` seconds
   (default 1) after the last fold, are moved into ``room_inputs`` in key order in one
   transaction: each index page a fold touches is written once for all the commits
-  since the last (nothing reads the tail back);
+  since the last (nothing reads the tail back); with ``$BENCH_FOLD_SLICES`` = N a fold
+  is N transactions, one range of room codes after each of the next N commits;
 - ``log_off``: the input log's commits write nothing (its thread still answers each
   one), an upper bound on what the log's disk writes cost;
 - ``switch_interval``: the interpreter's switch interval (how long a thread waiting
@@ -191,6 +192,8 @@ def _patch_log(variants: set[str]) -> None:
             " room_code TEXT, idx INTEGER, epoch INTEGER, input_json TEXT)",
         )
         folded = [time.monotonic()]
+        slices = _fold_slices(int(os.environ.get("BENCH_FOLD_SLICES", "1")))
+        pending: list[tuple[str, str | None]] = []
 
         def insert_tail(conn: Any, rows: Any) -> None:
             conn.execute("BEGIN IMMEDIATE")
@@ -200,15 +203,20 @@ def _patch_log(variants: set[str]) -> None:
             )
             conn.execute("COMMIT")
             now = time.monotonic()
-            if now - folded[0] >= float(os.environ.get("BENCH_FOLD_S", "1")):
+            if not pending and now - folded[0] >= float(os.environ.get("BENCH_FOLD_S", "1")):
                 folded[0] = now
+                pending.extend(slices)
+            if pending:  # one slice of rooms after each commit
+                low, high = pending.pop(0)
+                where = "room_code >= ?" + ("" if high is None else " AND room_code < ?")
+                args = (low,) if high is None else (low, high)
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute(
                     "INSERT INTO room_inputs (room_code, idx, epoch, input_json) SELECT"
                     " room_code, idx, epoch, input_json FROM bench_inputs_tail"
-                    " ORDER BY room_code, idx"
+                    f" WHERE {where} ORDER BY room_code, idx", args,
                 )
-                conn.execute("DELETE FROM bench_inputs_tail")
+                conn.execute(f"DELETE FROM bench_inputs_tail WHERE {where}", args)
                 conn.execute("COMMIT")
 
         sqlite_inputlog._insert = insert_tail
@@ -226,6 +234,18 @@ def _patch_log(variants: set[str]) -> None:
                       file=sys.stderr, flush=True)
 
         sqlite_inputlog._insert = timed_insert
+
+
+def _fold_slices(count: int) -> list[tuple[str, str | None]]:
+    """``log_tail``'s slices of the room codes: ``count`` ranges of first characters, as
+    (lowest, first above or ``None``); the first starts at the empty string."""
+    from server.ids import ROOM_CODE_ALPHABET
+
+    alphabet = sorted(ROOM_CODE_ALPHABET)
+    count = max(1, min(count, len(alphabet)))
+    starts = [alphabet[len(alphabet) * n // count] for n in range(1, count)]
+    lows = ["", *starts]
+    return [(low, high) for low, high in zip(lows, [*starts, None], strict=True)]
 
 
 def insert_per_row(conn: Any, rows: Any) -> None:

@@ -97,13 +97,17 @@ def test_log_rowid_appends_to_a_table_of_its_own(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("fold_s", "expected"), [("0", "1 2 1000 0"), ("600", "0 2 1000 1")],
-    ids=["folded at once", "still in the tail"],
+    ("fold_s", "slices", "expected"),
+    [("0", "1", "1 2 1000 0"), ("600", "1", "0 2 1000 1"), ("0", "3", "0 2 1000 1")],
+    ids=["folded at once", "still in the tail", "its slice (N-Z) not folded yet"],
 )
 def test_log_tail_appends_to_a_tail_folded_into_the_log(
-    tmp_path: Path, fold_s: str, expected: str
+    tmp_path: Path, fold_s: str, slices: str, expected: str
 ) -> None:
-    done = _run(_APPEND, str(tmp_path / "log.db"), "log_tail", BENCH_FOLD_S=fold_s)
+    done = _run(
+        _APPEND, str(tmp_path / "log.db"), "log_tail",
+        BENCH_FOLD_S=fold_s, BENCH_FOLD_SLICES=slices,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == expected.split()  # room_inputs, sync, checkpoint, tail
 
