@@ -313,9 +313,14 @@ class Player {
     $("message").dataset.kind = "info";
   }
 
-  /** A modal question; resolves true for yes. */
+  /** A modal question; resolves true for yes.
+   *
+   * The dialog's close event comes a task after it closes: asked again before it came
+   * (a key right after an answer), the earlier question is answered here, from the
+   * dialog as it closed, and its close event, when it comes, is not this one's answer. */
   confirm({ title, text, yes, no }) {
     const dialog = $("confirm");
+    this.answerConfirm?.();
     $("confirm-title").textContent = title;
     $("confirm-text").textContent = text;
     $("confirm-yes").textContent = yes;
@@ -324,7 +329,14 @@ class Player {
     dialog.showModal();
     $("confirm-no").focus(); // the safe answer has the focus
     return new Promise((resolve) => {
-      dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes"), { once: true });
+      const answer = () => {
+        if (dialog.open) return; // the close event of an earlier showing
+        dialog.removeEventListener("close", answer);
+        if (this.answerConfirm === answer) this.answerConfirm = null;
+        resolve(dialog.returnValue === "yes");
+      };
+      this.answerConfirm = answer;
+      dialog.addEventListener("close", answer);
     });
   }
 

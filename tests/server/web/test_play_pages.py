@@ -247,6 +247,35 @@ async def _own_moves(page: Page, moves: int) -> None:
     )
 
 
+async def test_a_question_asked_again_before_the_last_ones_close_event_gets_its_own_answer(
+    site: Site,
+) -> None:
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", "Quick")
+    await page.locator("#create-options summary").click()
+    await page.fill("#create-practice-seed", "web-play-quick")
+    await page.fill("#create-countdown-s", "0")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.get_by_role("button", name="Start race", exact=True).click()
+    await page.get_by_role("button", name="Start alone").click()
+    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    await page.get_by_role("button", name="Resign", exact=True).click()
+    # "Keep racing", then R in the same task: the first close event comes after the
+    # dialog is open again, and must neither answer the second question nor resign.
+    await page.evaluate(
+        "() => { document.getElementById('confirm-no').click();"
+        " document.dispatchEvent(new KeyboardEvent('keydown', { key: 'r' })); }"
+    )
+    dialog = page.get_by_role("dialog")
+    await page.wait_for_timeout(200)
+    assert await dialog.is_visible()
+    assert await page.inner_text("#room-phase") == "racing"
+    await page.get_by_role("button", name="Yes, resign").click()
+    await page.locator("#results").wait_for(state="visible")
+    assert "(resigned)" in await page.inner_text("#say")
+
+
 async def test_a_solo_start_asks_first_and_a_dropped_network_loses_no_move(site: Site) -> None:
     seed = "web-play-solo"
     line = (await _deal(seed)).solution
