@@ -240,6 +240,23 @@ class Flaky:
         self.routes.append(ws)
 
 
+async def _racing_alone(site: Site, name: str, seed: str | None = None) -> Page:
+    """A laptop page whose player ``name`` created a room (countdown 0, the practice
+    ``seed`` if given) and started racing alone; the board is up."""
+    page = await webutil.new_page(site.browser, webutil.LAPTOP)
+    await page.goto(f"{site.server.url}/")
+    await page.fill("#player-name", name)
+    await page.locator("#create-options summary").click()
+    if seed is not None:
+        await page.fill("#create-practice-seed", seed)
+    await page.fill("#create-countdown-s", "0")
+    await page.get_by_role("button", name="Create room", exact=True).click()
+    await page.get_by_role("button", name="Start race", exact=True).click()
+    await page.get_by_role("button", name="Start alone").click()
+    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    return page
+
+
 async def _own_moves(page: Page, moves: int) -> None:
     await page.wait_for_function(
         "n => (document.getElementById('own-counts').textContent.match(/(\\d+) moves/) || [])[1]"
@@ -250,16 +267,7 @@ async def _own_moves(page: Page, moves: int) -> None:
 async def test_a_question_asked_again_before_the_last_ones_close_event_gets_its_own_answer(
     site: Site,
 ) -> None:
-    page = await webutil.new_page(site.browser, webutil.LAPTOP)
-    await page.goto(f"{site.server.url}/")
-    await page.fill("#player-name", "Quick")
-    await page.locator("#create-options summary").click()
-    await page.fill("#create-practice-seed", "web-play-quick")
-    await page.fill("#create-countdown-s", "0")
-    await page.get_by_role("button", name="Create room", exact=True).click()
-    await page.get_by_role("button", name="Start race", exact=True).click()
-    await page.get_by_role("button", name="Start alone").click()
-    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    page = await _racing_alone(site, "Quick", "web-play-quick")
     await page.get_by_role("button", name="Resign", exact=True).click()
     # "Keep racing", then R in the same task: the first close event comes after the
     # dialog is open again, and must neither answer the second question nor resign.
@@ -471,15 +479,7 @@ async def test_the_seat_opened_in_another_tab_closes_this_one_with_words(site: S
 async def test_a_page_opened_after_the_race_reads_the_result_from_the_stored_race(
     site: Site,
 ) -> None:
-    page = await webutil.new_page(site.browser, webutil.LAPTOP)
-    await page.goto(f"{site.server.url}/")
-    await page.fill("#player-name", "Late")
-    await page.locator("#create-options summary").click()
-    await page.fill("#create-countdown-s", "0")
-    await page.get_by_role("button", name="Create room", exact=True).click()
-    await page.get_by_role("button", name="Start race", exact=True).click()
-    await page.get_by_role("button", name="Start alone").click()
-    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    page = await _racing_alone(site, "Late")
     await page.get_by_role("button", name="Draw", exact=True).click()
     await _own_moves(page, 1)
     await page.get_by_role("button", name="Resign", exact=True).click()
@@ -613,15 +613,7 @@ FIT = """() => {
 
 
 async def test_a_phone_on_its_side_and_a_large_desktop_fit_the_whole_race(site: Site) -> None:
-    page = await webutil.new_page(site.browser, webutil.LAPTOP)
-    await page.goto(f"{site.server.url}/")
-    await page.fill("#player-name", "Wide")
-    await page.locator("#create-options summary").click()
-    await page.fill("#create-countdown-s", "0")
-    await page.get_by_role("button", name="Create room", exact=True).click()
-    await page.get_by_role("button", name="Start race", exact=True).click()
-    await page.get_by_role("button", name="Start alone").click()
-    await page.locator("#board-holder .spot[data-state=up]").first.wait_for()
+    page = await _racing_alone(site, "Wide")
     await page.set_viewport_size({"width": 844, "height": 390})
     side = await page.evaluate(FIT)
     assert side["scrollWidth"] <= 844 and side["scrollHeight"] <= 390, side
