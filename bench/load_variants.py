@@ -192,6 +192,7 @@ def _patch_log(variants: set[str]) -> None:
             " room_code TEXT, idx INTEGER, epoch INTEGER, input_json TEXT)",
         )
         folded = [time.monotonic()]
+        fold_s = float(os.environ.get("BENCH_FOLD_S", "1"))
         slices = _fold_slices(int(os.environ.get("BENCH_FOLD_SLICES", "1")))
         pending: list[tuple[str, str | None]] = []
 
@@ -203,7 +204,7 @@ def _patch_log(variants: set[str]) -> None:
             )
             conn.execute("COMMIT")
             now = time.monotonic()
-            if not pending and now - folded[0] >= float(os.environ.get("BENCH_FOLD_S", "1")):
+            if not pending and now - folded[0] >= fold_s:
                 folded[0] = now
                 pending.extend(slices)
             if pending:  # one slice of rooms after each commit
