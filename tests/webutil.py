@@ -123,6 +123,16 @@ def script_errors(page: Page) -> list[str]:
     return list(getattr(page, "script_errors", []))
 
 
+async def said(page: Page, words: str) -> str:
+    """The live region ``#say`` once it holds ``words``: a page sets it on the next
+    animation frame (cleared first, so the same words are announced again), which
+    under load comes well after the change that led to it."""
+    await page.wait_for_function(
+        "w => document.getElementById('say').textContent.includes(w)", arg=words
+    )
+    return await page.inner_text("#say")
+
+
 async def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot as ``artifacts/screenshots/NAME.png``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

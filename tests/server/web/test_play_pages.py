@@ -281,7 +281,7 @@ async def test_a_question_asked_again_before_the_last_ones_close_event_gets_its_
     assert await page.inner_text("#room-phase") == "racing"
     await page.get_by_role("button", name="Yes, resign").click()
     await page.locator("#results").wait_for(state="visible")
-    assert "(resigned)" in await page.inner_text("#say")
+    assert "(resigned)" in await webutil.said(page, "(resigned)")
 
 
 async def test_a_solo_start_asks_first_and_a_dropped_network_loses_no_move(site: Site) -> None:
@@ -331,7 +331,7 @@ async def test_a_solo_start_asks_first_and_a_dropped_network_loses_no_move(site:
     await page.keyboard.press("r")
     await page.get_by_role("button", name="Yes, resign").click()
     await page.locator("#results").wait_for(state="visible")
-    assert "with 2 of 28 cards cleared (resigned)" in await page.inner_text("#say")
+    await webutil.said(page, "with 2 of 28 cards cleared (resigned)")
     href = await page.get_attribute("#race-link", "href")
     async with aiohttp.ClientSession() as http, \
             http.get(f"{site.server.url}/api{href}") as response:

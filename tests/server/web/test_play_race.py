@@ -341,7 +341,7 @@ async def _shows_the_stored_standings(page: Page, race: dict[str, Any]) -> None:
 async def test_every_page_shows_the_standings_of_the_stored_race(played: PlayedRace) -> None:
     for page in (played.host, played.phone, played.keys):
         await _shows_the_stored_standings(page, played.race)
-    said = await played.host.inner_text("#say")
+    said = await webutil.said(played.host, "Race over: you came ")
     ann = next(p for p in played.race["players"] if p["name"] == "Ann")
     assert said.startswith("Race over: you came ")
     assert f"in {_format_ms(ann['finish_ms'])}" in said
