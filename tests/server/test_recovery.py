@@ -11,6 +11,7 @@ import socket
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from client_cli.bot import BotSettings, RaceResults, run_bots
@@ -154,6 +155,42 @@ async def test_a_move_is_logged_before_its_answer_reaches_the_client(tmp_path: P
         # The race goes on where it was, under the same numbers.
         answer = await again.request(move_request(4, LINE[3]), m.MoveResult)
         assert answer.accepted and answer.seq == 4 and answer.moves == 4
+    finally:
+        if proc.returncode is None:
+            await stop(proc, signal.SIGTERM)
+
+
+async def test_a_room_whose_race_was_stored_comes_back_healthy_after_a_crash(
+    tmp_path: Path,
+) -> None:
+    """The rebuilt room hands its finished race to storage again, without its par (a replay
+    never solves): that is the race already stored, not a clash."""
+    db, port = f"sqlite:///{tmp_path / 'races.db'}", free_port()
+    proc = await start(db, port, tmp_path)
+    try:
+        (ann,), _ = await open_room(f"ws://127.0.0.1:{port}/ws", ["ann"], practice_seed=SEED)
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        for seq, step in enumerate(LINE, 1):
+            assert (await ann.request(move_request(seq, step), m.MoveResult)).accepted
+        over = await ann.expect(m.RaceOver)
+        assert over.saved and over.par is not None
+        await stop(proc, signal.SIGKILL)
+        proc = await start(db, port, tmp_path)
+        url = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as http:
+            for _ in range(200):  # the rebuilt room's record goes to the writer
+                async with http.get(f"{url}/metrics") as resp:
+                    metrics = await resp.text()
+                if "tripeaks_races_stored_total 1.0" in metrics:
+                    break
+                await asyncio.sleep(0.05)
+            assert "tripeaks_races_stored_total 1.0" in metrics
+            assert "tripeaks_storage_errors_total 0.0" in metrics
+            async with http.get(f"{url}/healthz") as resp:
+                assert (await resp.json())["status"] == "ok"
+            async with http.get(f"{url}/api/races/{over.race_id}") as resp:
+                assert (await resp.json())["par"] == over.par
     finally:
         if proc.returncode is None:
             await stop(proc, signal.SIGTERM)

@@ -163,6 +163,20 @@ async def test_saving_the_same_record_twice_changes_nothing(store: RaceStore) ->
     assert stored.options == {"pair": [1, 2]}  # JSON has no tuples
 
 
+async def test_a_race_stored_with_its_par_is_the_same_as_its_record_without_par(
+    store: RaceStore,
+) -> None:
+    """A room rebuilt from its input log hands its finished races to storage again, without
+    the par (a replay never solves): the stored race, par and all, stays as it is."""
+    record = make_record("replayed")
+    with_par = dataclasses.replace(record, par=17)
+    await store.save_race(with_par)
+    await store.save_race(dataclasses.replace(record, par=None))
+    assert await store.get_race("replayed") == with_par
+    with pytest.raises(DuplicateRaceError):  # a different par is another race
+        await store.save_race(dataclasses.replace(record, par=16))
+
+
 async def test_a_record_that_breaks_midway_stores_nothing(store: RaceStore) -> None:
     record = make_record("twins")
     # Two players with one id violate the key after the race row went in.
