@@ -28,15 +28,8 @@ Variants:
   it did before 2026-12-02 (the server: a statement per 64 rows);
 - ``log_slow``: every input log commit over 20 ms is written to stderr with its
   length and rows;
-- ``log_rowid``: the input log's rows go to a table in append order with no index
-  (``bench_room_inputs``; nothing reads them back): what a layout that appends
-  would write per commit;
-- ``log_tail``: the input log's rows go to a table in append order with no index
-  (``bench_inputs_tail``) and, after a commit at least ``$BENCH_FOLD_S`` seconds
-  (default 1) after the last fold, are moved into ``room_inputs`` in key order in one
-  transaction: each index page a fold touches is written once for all the commits
-  since the last (nothing reads the tail back); with ``$BENCH_FOLD_SLICES`` = N a fold
-  is N transactions, one range of room codes after each of the next N commits;
+- ``log_keyed``: the input log appends straight into ``room_inputs``, keyed by room,
+  as it did before 2026-12-03 (no tails, no folds);
 - ``log_off``: the input log's commits write nothing (its thread still answers each
   one), an upper bound on what the log's disk writes cost;
 - ``switch_interval``: the interpreter's switch interval (how long a thread waiting
@@ -84,7 +77,7 @@ def apply(variants: set[str]) -> None:
     """Patch the server modules for ``variants``; unknown names are an error."""
     known = {
         "pool_idle", "no_metrics", "gc_tuned", "no_gc", "gc_log", "cprofile",
-        "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid", "log_tail",
+        "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_keyed",
         "lag_log",
         "gc_types", "gc_thresholds", "stall_stacks", "switch_interval", "log_per_row",
         "starts_per_turn",
@@ -135,8 +128,7 @@ def apply(variants: set[str]) -> None:
                     f"gc_thresholds needs BENCH_GC_THRESHOLDS=G0,G1,G2 (integers), not {given!r}"
                 ) from None
         entry._tune_gc = functools.partial(entry._tune_gc, wanted)
-    if variants & {"log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_rowid",
-                   "log_tail",
+    if variants & {"log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_keyed",
                    "log_per_row"}:
         _patch_log(variants)
     if "switch_interval" in variants:
@@ -164,71 +156,26 @@ def _patch_log(variants: set[str]) -> None:
     import server.storage.sqlite_inputlog as sqlite_inputlog
 
     if "log_off" in variants:
-        sqlite_inputlog._insert = lambda conn, rows: None
+        sqlite_inputlog._insert = lambda conn, rows, table: None
     if "log_unsynced" in variants:
         _after_open(sqlite_inputlog, "PRAGMA synchronous=NORMAL")
     if "log_no_checkpoint" in variants:
         _after_open(sqlite_inputlog, "PRAGMA wal_autocheckpoint=0")
-    if "log_rowid" in variants:
-        _after_open(
-            sqlite_inputlog,
-            "CREATE TABLE IF NOT EXISTS bench_room_inputs (seq INTEGER PRIMARY KEY,"
-            " room_code TEXT, idx INTEGER, epoch INTEGER, input_json TEXT)",
-        )
-
-        def insert_appended(conn: Any, rows: Any) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(
-                "INSERT INTO bench_room_inputs (room_code, idx, epoch, input_json)"
-                " VALUES (?, ?, ?, ?)", rows,
-            )
-            conn.execute("COMMIT")
-
-        sqlite_inputlog._insert = insert_appended
-    if "log_tail" in variants:
-        _after_open(
-            sqlite_inputlog,
-            "CREATE TABLE IF NOT EXISTS bench_inputs_tail (seq INTEGER PRIMARY KEY,"
-            " room_code TEXT, idx INTEGER, epoch INTEGER, input_json TEXT)",
-        )
-        folded = [time.monotonic()]
-        fold_s = float(os.environ.get("BENCH_FOLD_S", "1"))
-        slices = _fold_slices(int(os.environ.get("BENCH_FOLD_SLICES", "1")))
-        pending: list[tuple[str, str | None]] = []
-
-        def insert_tail(conn: Any, rows: Any) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(
-                "INSERT INTO bench_inputs_tail (room_code, idx, epoch, input_json)"
-                " VALUES (?, ?, ?, ?)", rows,
-            )
-            conn.execute("COMMIT")
-            now = time.monotonic()
-            if not pending and now - folded[0] >= fold_s:
-                folded[0] = now
-                pending.extend(slices)
-            if pending:  # one slice of rooms after each commit
-                low, high = pending.pop(0)
-                where = "room_code >= ?" + ("" if high is None else " AND room_code < ?")
-                args = (low,) if high is None else (low, high)
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(
-                    "INSERT INTO room_inputs (room_code, idx, epoch, input_json) SELECT"
-                    " room_code, idx, epoch, input_json FROM bench_inputs_tail"
-                    f" WHERE {where} ORDER BY room_code, idx", args,
-                )
-                conn.execute(f"DELETE FROM bench_inputs_tail WHERE {where}", args)
-                conn.execute("COMMIT")
-
-        sqlite_inputlog._insert = insert_tail
     if "log_per_row" in variants:
         sqlite_inputlog._insert = insert_per_row
+    if "log_keyed" in variants:
+        plain = sqlite_inputlog._insert
+        sqlite_inputlog._insert = lambda conn, rows, table: plain(conn, rows, "room_inputs")
+        # The thread only appends: it never looks for a fold.
+        sqlite_inputlog.SqliteAppender._next_job = (  # type: ignore[method-assign]
+            lambda self: self._jobs.get()
+        )
     if "log_slow" in variants:
         insert = sqlite_inputlog._insert
 
-        def timed_insert(conn: Any, rows: Any) -> None:
+        def timed_insert(conn: Any, rows: Any, table: str) -> None:
             started = time.perf_counter()
-            insert(conn, rows)
+            insert(conn, rows, table)
             ms = (time.perf_counter() - started) * 1000
             if ms > 20:
                 print(f"log commit {ms:.1f} ms rows {len(rows)} at {time.time():.3f}",
@@ -237,25 +184,13 @@ def _patch_log(variants: set[str]) -> None:
         sqlite_inputlog._insert = timed_insert
 
 
-def _fold_slices(count: int) -> list[tuple[str, str | None]]:
-    """``log_tail``'s slices of the room codes: ``count`` ranges of first characters, as
-    (lowest, first above or ``None``); the first starts at the empty string."""
-    from server.ids import ROOM_CODE_ALPHABET
-
-    alphabet = sorted(ROOM_CODE_ALPHABET)
-    count = max(1, min(count, len(alphabet)))
-    starts = [alphabet[len(alphabet) * n // count] for n in range(1, count)]
-    lows = ["", *starts]
-    return [(low, high) for low, high in zip(lows, [*starts, None], strict=True)]
-
-
-def insert_per_row(conn: Any, rows: Any) -> None:
+def insert_per_row(conn: Any, rows: Any, table: str = "room_inputs") -> None:
     """``log_per_row``: the input log's insert before 2026-12-02, a transaction with one
     statement per row (each a wait for the GIL behind a busy event loop)."""
     from server.storage.sqlite_inputlog import insert_sql
 
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(insert_sql(1), rows)
+    conn.executemany(insert_sql(1, table), rows)
     conn.execute("COMMIT")
 
 

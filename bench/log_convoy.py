@@ -63,7 +63,7 @@ def fresh_log(where: Path, name: str) -> Path:
     return path
 
 
-def measure(insert: Callable[[sqlite3.Connection, Sequence[Row]], None], rows: int,
+def measure(insert: Callable[[sqlite3.Connection, Sequence[Row], str], None], rows: int,
             busy: bool, count: int, where: Path, name: str) -> list[float]:
     sqlite_inputlog._insert = insert  # type: ignore[assignment]
     spinning = [busy]

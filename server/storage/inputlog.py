@@ -5,12 +5,16 @@ room's consecutive entries, one per line, keyed by room code and the index of
 the run's first entry: one row per room per group commit, however many inputs.
 An append is one transaction, committed before :meth:`SqlInputLog.append`
 returns.  On a SQLite file it is written by
-:class:`~server.storage.sqlite_inputlog.SqliteAppender` (one thread, one
-connection, ``synchronous=FULL``: entries survive a power cut), queued behind
-the store's own writers; on PostgreSQL (and an in-memory SQLite database) it
-goes through :class:`~server.storage.store.RaceStore`'s connections like every
-other query.  Reads and drops always do.  One node owns the database, so
-epochs are kept but not fenced.
+:class:`~server.storage.sqlite_inputlog.SqliteAppender` (one thread,
+``synchronous=FULL``: entries survive a power cut), queued behind the store's
+own writers, into one of two tails (revision ``0007``) that the same thread
+folds into ``room_inputs`` about once a second; on PostgreSQL (and an
+in-memory SQLite database) it goes straight into ``room_inputs`` through
+:class:`~server.storage.store.RaceStore`'s connections like every other query,
+and the tails stay empty.  Reads and drops always go through the store, and
+see all three tables: a row a fold has copied but not yet removed from its
+tail is read once.  One node owns the database, so epochs are kept but not
+fenced.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
-from server.storage.sqlite_inputlog import Row, SqliteAppender, insert_sql
+from server.storage.sqlite_inputlog import FOLD_EVERY_S, TAILS, Row, SqliteAppender, insert_sql
 from server.storage.store import RaceStore, StorageError
 
 metadata: Final = sa.MetaData()
@@ -34,6 +38,21 @@ room_inputs: Final = sa.Table(
     sa.Column("epoch", sa.BigInteger, nullable=False),
     sa.Column("input_json", sa.Text, nullable=False),
 )
+#: Where a SQLite file's appends go first, in the order they come (no key: appending
+#: touches a page or two); :mod:`server.storage.sqlite_inputlog` folds them into
+#: ``room_inputs``.
+room_input_tails: Final = tuple(
+    sa.Table(
+        name,
+        metadata,
+        sa.Column("room_code", sa.Text, nullable=False),
+        sa.Column("idx", sa.Integer, nullable=False),
+        sa.Column("epoch", sa.BigInteger, nullable=False),
+        sa.Column("input_json", sa.Text, nullable=False),
+    )
+    for name in TAILS
+)
+_TABLES: Final = (room_inputs, *room_input_tails)
 
 
 _INSERT_SQLITE: Final = insert_sql(1)
@@ -76,11 +95,18 @@ class SqlInputLog:
     for another process's write lock.
     """
 
-    def __init__(self, store: RaceStore, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        store: RaceStore,
+        busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
+        fold_every_s: float = FOLD_EVERY_S,
+    ) -> None:
         self.store = store
         path = store.sqlite_path
         self._appender = (
-            SqliteAppender(path, store.url, busy_timeout_s) if path is not None else None
+            SqliteAppender(path, store.url, busy_timeout_s, fold_every_s)
+            if path is not None
+            else None
         )
 
     async def append(self, runs: Sequence[LogRun]) -> None:
@@ -114,35 +140,46 @@ class SqlInputLog:
             await self._appender.close()
 
     async def read(self, room: str) -> list[tuple[int, int, str]]:
-        """Room ``room``'s entries as ``(index, epoch, data)``, in index order."""
-        query = (
-            sa.select(room_inputs.c.idx, room_inputs.c.epoch, room_inputs.c.input_json)
-            .where(room_inputs.c.room_code == room)
-            .order_by(room_inputs.c.idx)
-        )
+        """Room ``room``'s entries as ``(index, epoch, data)``, in index order, each once
+        (a row may stand in a tail and in ``room_inputs`` while a fold copies it)."""
+        parts = [
+            sa.select(
+                table.c.idx, table.c.epoch, table.c.input_json, sa.literal(order).label("src")
+            ).where(table.c.room_code == room)
+            for order, table in enumerate(_TABLES)
+        ]
+        query = sa.union_all(*parts).order_by("idx", "src")
         async with self.store.reading() as conn:
             rows = (await conn.execute(query)).all()
         entries = []
+        after = -1  # the highest index read so far
         for row in rows:
             for offset, data in enumerate(str(row.input_json).split("\n")):
-                entries.append((int(row.idx) + offset, int(row.epoch), data))
+                index = int(row.idx) + offset
+                if index > after:
+                    entries.append((index, int(row.epoch), data))
+                    after = index
         return entries
 
     async def rooms(self) -> list[str]:
         """Every room with a log, in code order."""
-        query = sa.select(room_inputs.c.room_code).distinct().order_by(room_inputs.c.room_code)
+        query = sa.union(*(sa.select(table.c.room_code) for table in _TABLES))
         async with self.store.reading() as conn:
-            return [str(row.room_code) for row in await conn.execute(query)]
+            return sorted(str(row.room_code) for row in await conn.execute(query))
 
     async def max_epoch(self) -> int:
         """The highest epoch any entry has (0 for an empty log)."""
+        highest = 0
         async with self.store.reading() as conn:
-            value = (await conn.execute(sa.select(sa.func.max(room_inputs.c.epoch)))).scalar()
-        return int(value) if value is not None else 0
+            for table in _TABLES:
+                value = (await conn.execute(sa.select(sa.func.max(table.c.epoch)))).scalar()
+                highest = max(highest, int(value) if value is not None else 0)
+        return highest
 
     async def drop(self, rooms: Sequence[str]) -> None:
         """Delete these rooms' entries in one transaction."""
         if not rooms:
             return
         async with self.store.writing() as conn:
-            await conn.execute(room_inputs.delete().where(room_inputs.c.room_code.in_(list(rooms))))
+            for table in _TABLES:
+                await conn.execute(table.delete().where(table.c.room_code.in_(list(rooms))))

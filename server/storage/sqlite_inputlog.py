@@ -17,6 +17,26 @@ GIL up and takes it back, and taking it back while the event loop is busy waits
 up to the interpreter's switch interval (5 ms): with a statement per row a
 40-row commit took 0.5 s behind a busy thread, against 40 ms as one statement
 (``python -m bench.log_convoy``, performance-log.md).
+
+Appends go to a tail, not to ``room_inputs`` itself.  ``room_inputs`` is keyed by
+room: a commit of 120 rooms' rows lands on about as many of its pages, all over
+the index, and WAL mode writes every page a commit changed again, so the log's
+thread took a fifth of a busy server's core (performance-log.md, "tenth part").
+A tail (:data:`TAILS`, no key of its own) takes rows in the order they come, on
+its last page or two.  While one tail takes the appends, the other is folded into
+``room_inputs`` (:class:`Fold`): at least :data:`FOLD_EVERY_S` after the last fold
+began, the tails change places and the one given up is copied into
+``room_inputs`` a range of room codes at a time, in key order, so each page of
+the index is written once per fold, not once per commit; then it is emptied.
+Each slice is one statement on a second connection, run only while no append
+waits (an append waits for a slice under way, a few milliseconds at most); it
+gives up at once when another writer holds the lock, and is tried again later.
+The fold's connection does not sync (``synchronous=NORMAL``): what it writes is
+a copy of rows that stay in the tail until it is emptied, and WAL frames are
+kept in order, so an emptied tail comes back after a power cut unless every
+copy came back before it.  A row may so stand both in the tail and in
+``room_inputs``; the copy skips keys already there, and
+:class:`~server.storage.inputlog.SqlInputLog` reads each entry once.
 """
 
 from __future__ import annotations
@@ -27,6 +47,7 @@ import functools
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
@@ -41,38 +62,142 @@ Row = tuple[str, int, int, str]
 #: statement.  Each count has its statement text, which the driver keeps prepared
 #: (its cache holds 128 statements; this leaves room for the rest).
 ROWS_PER_STATEMENT: Final = 64
+#: The two tails (Alembic revision ``0007``): one takes the appends, the other is folded.
+TAILS: Final = ("room_inputs_tail_a", "room_inputs_tail_b")
+#: Seconds from the start of one fold to the next: each page of ``room_inputs`` a fold
+#: touches is written once for every commit of that long.
+FOLD_EVERY_S: Final = 1.0
+#: At most this many slices (ranges of room codes) to a fold; each is one statement.
+FOLD_SLICES: Final = 16
+#: A fold not done this long after it began runs a slice after every append.
+FOLD_OVERDUE_S: Final = 3.0
+#: How long a slice refused for another writer's lock waits before it is tried again.
+FOLD_BUSY_PAUSE_S: Final = 0.05
+_COLUMNS: Final = "room_code, idx, epoch, input_json"
 
 
 @functools.cache
-def insert_sql(rows: int) -> str:
+def insert_sql(rows: int, table: str = "room_inputs") -> str:
     """The statement inserting ``rows`` rows (``Row`` values, ``?`` parameters)."""
     values = ", ".join(["(?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO room_inputs (room_code, idx, epoch, input_json) VALUES {values}"
+    return f"INSERT INTO {table} ({_COLUMNS}) VALUES {values}"
 
 
 #: What the thread is handed: rows and whom to tell, or ``None`` and whom to tell it stopped.
 _Job = tuple[Sequence[Row] | None, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
 
-class SqliteAppender:
-    """Inserts rows into ``room_inputs`` of the SQLite file ``path``, one transaction per
-    :meth:`append`, on a thread started by the first append and stopped by :meth:`close`.
+class Fold:
+    """One tail's copy into ``room_inputs``: the slices left, then emptying the tail.
 
-    ``url`` names the database in error messages.
+    ``slices`` are ranges of room codes ``(lowest or None, first above or None)`` that
+    together cover every code, so nothing of the tail is left out however its codes
+    are spread.
+    """
+
+    __slots__ = ("began", "slices", "tail")
+
+    def __init__(self, tail: str, slices: list[tuple[str | None, str | None]], began: float):
+        self.tail = tail
+        self.slices = slices
+        self.began = began
+
+    def step(self, conn: sqlite3.Connection) -> bool:
+        """Run the next statement of the fold on ``conn``; True once the tail is empty.
+
+        Raises :class:`sqlite3.OperationalError` when another writer holds the lock (the
+        step is not taken, and may be tried again).
+        """
+        if not self.slices:
+            conn.execute(f"DELETE FROM {self.tail}")
+            return True
+        low, high = self.slices[0]
+        where, args = _code_range(low, high)
+        conn.execute(
+            f"INSERT OR IGNORE INTO room_inputs ({_COLUMNS}) SELECT {_COLUMNS}"
+            f" FROM {self.tail}{where} ORDER BY room_code, idx",
+            args,
+        )
+        del self.slices[0]
+        return False
+
+
+def _code_range(low: str | None, high: str | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE clause (with its leading space, or empty) and values of a slice."""
+    terms, args = [], []
+    if low is not None:
+        terms.append("room_code >= ?")
+        args.append(low)
+    if high is not None:
+        terms.append("room_code < ?")
+        args.append(high)
+    return (" WHERE " + " AND ".join(terms) if terms else ""), tuple(args)
+
+
+def fold_slices(
+    counts: Sequence[tuple[str, int]], most: int = FOLD_SLICES
+) -> list[tuple[str | None, str | None]]:
+    """Ranges of room codes for a fold, from ``counts``: each first character of the
+    tail's codes with its rows, in order.  At most ``most`` ranges of about equal rows,
+    split only between first characters; the first has no lower bound and the last no
+    upper one, so together they cover every code."""
+    total = sum(rows for _first, rows in counts)
+    bounds: list[str] = []
+    seen = 0
+    for first, rows in counts:
+        if seen and seen * most >= total * (len(bounds) + 1) and len(bounds) < most - 1:
+            bounds.append(first)
+        seen += rows
+    lows: list[str | None] = [None, *bounds]
+    highs: list[str | None] = [*bounds, None]
+    return list(zip(lows, highs, strict=True))
+
+
+class SqliteAppender:
+    """Appends rows to the input log of the SQLite file ``path``, one transaction per
+    :meth:`append`, on a thread started by the first append and stopped by :meth:`close`;
+    the same thread folds the tails into ``room_inputs`` (module docstring).
+
+    ``url`` names the database in error messages.  ``fold_every_s``: seconds from the
+    start of one fold to the next (tests make it short).
     """
 
     def __init__(
-        self, path: Path, url: str, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S
+        self,
+        path: Path,
+        url: str,
+        busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
+        fold_every_s: float = FOLD_EVERY_S,
     ) -> None:
         self.path = path
         self.url = url
         self.busy_timeout_s = busy_timeout_s
+        self.fold_every_s = fold_every_s
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
         #: Called on the appender's thread with its connection before each transaction
         #: (tests cap the database's size with it, as a full disk would).
         self.prepare: Callable[[sqlite3.Connection], object] | None = None
+        #: Called on the appender's thread with the fold's connection when it opens.
+        self.prepare_fold: Callable[[sqlite3.Connection], object] | None = None
+        # ---- the thread's own (read elsewhere only by tests and the metrics) ----
+        #: The tail taking the appends.
+        self.tail = TAILS[0]
+        #: Whether the tail taking appends has rows that are not folded yet.
+        self._unfolded = False
+        #: The fold under way, if any; when the last one began (monotonic clock).
+        self._fold: Fold | None = None
+        self._fold_began = time.monotonic()
+        #: Whether the tail not taking appends was looked at for rows a crash left.
+        self._looked = False
+        #: A failed fold step is not tried again before this (monotonic clock).
+        self._pause_until = 0.0
+        #: Folds finished, and slices refused for another writer's lock.
+        self.folds = 0
+        self.folds_busy = 0
+        #: Why the last fold step failed otherwise (it is tried again), if it did.
+        self.fold_problem: str | None = None
 
     async def append(self, rows: Sequence[Row]) -> None:
         """Insert ``rows`` in one transaction; they are on disk when this returns.
@@ -82,19 +207,21 @@ class SqliteAppender:
         """
         if self._closed:
             raise StorageError(f"the input log of {self.url} is closed")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._jobs.put((rows, loop, done))  # first: the thread serves it before anything
         if self._thread is None:
             # A daemon: a server that never closes its log still exits (what is not
             # committed was never acknowledged).
             thread = threading.Thread(target=self._serve, name="input-log-appender", daemon=True)
             thread.start()
             self._thread = thread
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        self._jobs.put((rows, loop, done))
         await done
 
     async def close(self) -> None:
-        """Finish the appends handed over so far, close the connection, end the thread."""
+        """Finish the appends handed over so far, close the connections, end the thread.
+
+        A fold under way stops where it is: the next appender goes on with it."""
         self._closed = True
         thread, self._thread = self._thread, None
         if thread is None or not thread.is_alive():
@@ -108,15 +235,49 @@ class SqliteAppender:
     # ---- on the appender's thread ------------------------------------------------
     def _serve(self) -> None:
         conn: sqlite3.Connection | None = None
-        while True:
-            rows, loop, done = self._jobs.get()
-            if rows is None:
-                if conn is not None:
-                    conn.close()
-                _settle(loop, done, None)
-                return
-            conn, error = self._append(conn, rows)
-            _settle(loop, done, error)
+        folding: sqlite3.Connection | None = None
+        try:
+            while True:
+                job = self._next_job()
+                if job is None:
+                    folding = self._fold_step(folding)
+                    continue
+                rows, loop, done = job
+                if rows is None:
+                    _settle(loop, done, None)
+                    return
+                conn, error = self._append(conn, rows)
+                _settle(loop, done, error)
+                if error is None and self._fold_overdue():
+                    folding = self._fold_step(folding)
+        finally:
+            for each in (conn, folding):
+                if each is not None:
+                    each.close()
+
+    def _next_job(self) -> _Job | None:
+        """The next append, or ``None`` when the fold may take a step now: as soon as no
+        append waits while a fold is under way (or before the tails were looked at for
+        one a crash left), else once the next fold is due."""
+        if self._fold is None and self._looked:
+            if not self._unfolded:
+                return self._jobs.get()
+            due = self._fold_began + self.fold_every_s
+        else:
+            due = 0.0
+        wait = max(due, self._pause_until) - time.monotonic()
+        try:
+            return self._jobs.get(timeout=wait) if wait > 0 else self._jobs.get_nowait()
+        except queue.Empty:
+            return None
+
+    def _fold_overdue(self) -> bool:
+        now = time.monotonic()
+        return (
+            self._fold is not None
+            and now - self._fold.began > FOLD_OVERDUE_S
+            and now >= self._pause_until
+        )
 
     def _append(
         self, conn: sqlite3.Connection | None, rows: Sequence[Row]
@@ -126,11 +287,12 @@ class SqliteAppender:
             conn = conn or self._open()
             if self.prepare is not None:
                 self.prepare(conn)
-            _insert(conn, rows)
+            _insert(conn, rows, self.tail)
         except Exception as exc:  # whatever it is, the waiting append gets it
             error = StorageError(f"cannot append to the input log of {self.url}: {exc}")
             error.__cause__ = exc
             return _after_failure(conn), error
+        self._unfolded = True
         return conn, None
 
     def _open(self) -> sqlite3.Connection:
@@ -146,26 +308,92 @@ class SqliteAppender:
             raise
         return conn
 
+    def _open_folding(self) -> sqlite3.Connection:
+        """The fold's connection: no sync of its own, and no waiting for another writer
+        (an append may be waiting for the thread)."""
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous=NORMAL")
+            if self.prepare_fold is not None:
+                self.prepare_fold(conn)
+            # Rows a crash left in the tail taking appends now are folded with it later;
+            # the other tail, if it has any, is folded at once.
+            if not self._looked:
+                # fetchall: a statement left unfinished would hold its snapshot open, and a
+                # write from an old snapshot is refused as locked, whatever the wait.
+                if conn.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {_other(self.tail)})"
+                ).fetchall() == [(1,)]:
+                    self._fold = self._begin(conn, _other(self.tail))
+                self._looked = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
-def _insert(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
+    def _fold_step(self, conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
+        """One step of the fold under way, or of one that is due (the tail taking appends
+        is given up to it); the fold's connection to go on with.  A step refused for
+        another writer's lock is tried again after :data:`FOLD_BUSY_PAUSE_S`; any other
+        failure is kept in :attr:`fold_problem` and tried again a second later, on a new
+        connection.  Appends go on meanwhile."""
+        try:
+            conn = conn or self._open_folding()
+            if self._fold is None:
+                if not self._unfolded or time.monotonic() < self._fold_began + self.fold_every_s:
+                    return conn
+                self._fold = self._begin(conn, self.tail)
+                self.tail = _other(self.tail)
+                self._unfolded = False
+            if self._fold.step(conn):
+                self._fold = None
+                self.folds += 1
+            self.fold_problem = None
+        except sqlite3.Error as exc:
+            pause = FOLD_BUSY_PAUSE_S
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                self.folds_busy += 1
+            else:
+                self.fold_problem = f"cannot fold the input log of {self.url}: {exc}"
+                pause = 1.0
+            if conn is not None:  # a new connection next time: nothing of this one is left
+                conn.close()
+                conn = None
+            self._pause_until = time.monotonic() + pause
+        return conn
+
+    def _begin(self, conn: sqlite3.Connection, tail: str) -> Fold:
+        """A fold of ``tail``: its slices from the codes it holds."""
+        counts = conn.execute(
+            f"SELECT substr(room_code, 1, 1), count(*) FROM {tail} GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        self._fold_began = time.monotonic()
+        return Fold(tail, fold_slices([(str(c), int(n)) for c, n in counts]), self._fold_began)
+
+
+def _other(tail: str) -> str:
+    return TAILS[1] if tail == TAILS[0] else TAILS[0]
+
+
+def _insert(conn: sqlite3.Connection, rows: Sequence[Row], table: str) -> None:
     step = ROWS_PER_STATEMENT
     if len(rows) <= step:
         # The connection is in autocommit: one statement is one transaction, all rows
         # or none, synced before it returns.  A lone write statement takes the write
         # lock first (waiting up to the busy timeout), as BEGIN IMMEDIATE does.
-        _insert_rows(conn, rows)
+        _insert_rows(conn, rows, table)
         return
     # IMMEDIATE: take the write lock up front (waiting up to the busy timeout), as the
     # store's writers do, rather than fail on upgrading a read lock.
     conn.execute("BEGIN IMMEDIATE")
     for start in range(0, len(rows), step):
-        _insert_rows(conn, rows[start : start + step])
+        _insert_rows(conn, rows[start : start + step], table)
     conn.execute("COMMIT")
 
 
-def _insert_rows(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
+def _insert_rows(conn: sqlite3.Connection, rows: Sequence[Row], table: str) -> None:
     """One statement inserting ``rows``."""
-    conn.execute(insert_sql(len(rows)), [value for row in rows for value in row])
+    conn.execute(insert_sql(len(rows), table), [value for row in rows for value in row])
 
 
 def _after_failure(conn: sqlite3.Connection | None) -> sqlite3.Connection | None:

@@ -40,7 +40,9 @@ _APPEND = _LOG_FILE + textwrap.dedent("""
     import server.storage.sqlite_inputlog as sqlite_inputlog
     if len(sys.argv) > 3:  # a commit that takes 30 ms, as a slow disk's would
         plain = sqlite_inputlog._insert
-        sqlite_inputlog._insert = lambda conn, rows: (time.sleep(0.03), plain(conn, rows))
+        sqlite_inputlog._insert = lambda conn, rows, table: (
+            time.sleep(0.03), plain(conn, rows, table)
+        )
     from bench import load_variants
     load_variants.apply(set(sys.argv[2].split(",")) if len(sys.argv) > 2 and sys.argv[2] else set())
     from server.storage.sqlite_inputlog import SqliteAppender
@@ -55,26 +57,24 @@ _APPEND = _LOG_FILE + textwrap.dedent("""
         await appender.append([("ROOM01", 0, 1, '{"t":"x"}')])
         await appender.close()
         with sqlite3.connect(path) as conn:
-            rows = conn.execute("SELECT count(*) FROM room_inputs").fetchone()[0]
-            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
-            own = [t for t in ("bench_room_inputs", "bench_inputs_tail") if t in tables]
-            appended = (
-                conn.execute(f"SELECT count(*) FROM {own[0]}").fetchone()[0] if own else -1
-            )
-        print(rows, *seen[0], appended)
+            counts = [
+                conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("room_inputs", *sqlite_inputlog.TAILS)
+            ]
+        print(sum(counts), *seen[0], counts[0])
     asyncio.run(main())
 """)
 
 
 def _append(tmp_path: Path, variants: str, *, slow: bool = False) -> tuple[int, int, int]:
     """Rows written, the connection's ``synchronous`` and its ``wal_autocheckpoint`` (and
-    the rows of ``log_rowid``'s own table checked)."""
+    where the row went checked: ``room_inputs`` itself with ``log_keyed``, a tail else)."""
     (tmp_path / "log.db").unlink(missing_ok=True)
     args = [str(tmp_path / "log.db"), variants] + (["slow"] if slow else [])
     done = _run(_APPEND, *args)
     assert done.returncode == 0, done.stderr
-    rows, sync, checkpoint, appended = done.stdout.split()
-    assert appended == ("1" if "log_rowid" in variants else "-1")
+    rows, sync, checkpoint, keyed = done.stdout.split()
+    assert keyed == ("1" if "log_keyed" in variants and rows == "1" else "0")
     return int(rows), int(sync), int(checkpoint)
 
 
@@ -92,24 +92,9 @@ def test_log_no_checkpoint_turns_the_logs_checkpoints_off(tmp_path: Path) -> Non
     assert _append(tmp_path, "log_unsynced,log_no_checkpoint") == (1, 1, 0)
 
 
-def test_log_rowid_appends_to_a_table_of_its_own(tmp_path: Path) -> None:
-    assert _append(tmp_path, "log_rowid") == (0, 2, 1000)  # bench_room_inputs holds the row
-
-
-@pytest.mark.parametrize(
-    ("fold_s", "slices", "expected"),
-    [("0", "1", "1 2 1000 0"), ("600", "1", "0 2 1000 1"), ("0", "3", "0 2 1000 1")],
-    ids=["folded at once", "still in the tail", "its slice (N-Z) not folded yet"],
-)
-def test_log_tail_appends_to_a_tail_folded_into_the_log(
-    tmp_path: Path, fold_s: str, slices: str, expected: str
-) -> None:
-    done = _run(
-        _APPEND, str(tmp_path / "log.db"), "log_tail",
-        BENCH_FOLD_S=fold_s, BENCH_FOLD_SLICES=slices,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == expected.split()  # room_inputs, sync, checkpoint, tail
+def test_log_keyed_appends_into_room_inputs_itself(tmp_path: Path) -> None:
+    assert _append(tmp_path, "log_keyed") == (1, 2, 1000)
+    assert _append(tmp_path, "log_keyed,log_per_row") == (1, 2, 1000)
 
 
 def test_log_slow_reports_a_slow_commit_and_keeps_its_rows(tmp_path: Path) -> None:
@@ -225,7 +210,7 @@ def test_log_per_row_inserts_a_statement_per_row(
         import asyncio, sqlite3, sys
         from bench import load_variants
         load_variants.apply(set(sys.argv[2].split(",")) - {""})
-        from server.storage.sqlite_inputlog import SqliteAppender
+        from server.storage.sqlite_inputlog import TAILS, SqliteAppender
         path = log_file(sys.argv[1])
         async def main():
             appender = SqliteAppender(path, "log")
@@ -234,7 +219,10 @@ def test_log_per_row_inserts_a_statement_per_row(
             await appender.append([(f"R{i}", 0, 1, "{}") for i in range(3)])
             await appender.close()
             with sqlite3.connect(path) as conn:
-                rows = conn.execute("SELECT count(*) FROM room_inputs").fetchone()[0]
+                rows = sum(
+                    conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                    for table in ("room_inputs", *TAILS)  # a fold may have run
+                )
             print(rows, sum(text.startswith("INSERT") for text in ran))
         asyncio.run(main())
         """),

@@ -28,12 +28,16 @@ def limit_pages(store: RaceStore, limit: dict[str, int]) -> None:
 
 
 def limit_log_pages(log: object, limit: dict[str, int]) -> None:
-    """:func:`limit_pages` for the connection of a SQL input log on a SQLite file: a full
-    disk refuses its appends too."""
+    """:func:`limit_pages` for the connections of a SQL input log on a SQLite file: a full
+    disk refuses its appends and its folds too (the fold's connection is capped when it
+    opens: call this before the log's first append)."""
     assert isinstance(log, SqlInputLog)
     appender = log._appender
     assert appender is not None
     appender.prepare = lambda conn: conn.execute(f"PRAGMA max_page_count={limit['pages']}")
+    # The fold's connection too: emptying a tail frees pages for the store, which a fold
+    # that cannot grow room_inputs never gets to.
+    appender.prepare_fold = appender.prepare
 
 
 async def fill(store: RaceStore) -> None:

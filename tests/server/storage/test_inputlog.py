@@ -4,9 +4,10 @@ connection, durable when they return, clear when refused, readable after a resta
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,8 +15,10 @@ import pytest
 
 from server.recovery.log import Run
 from server.storage.inputlog import SqlInputLog
-from server.storage.sqlite_inputlog import ROWS_PER_STATEMENT
+from server.storage.sqlite_inputlog import ROWS_PER_STATEMENT, TAILS, SqliteAppender, fold_slices
 from server.storage.store import RaceStore, StorageError
+
+LOG_TABLES = ("room_inputs", *TAILS)
 
 
 @pytest.fixture
@@ -39,12 +42,15 @@ def write_locked(path: Path) -> Iterator[None]:
         other.close()
 
 
-def stored_rows(path: Path) -> list[tuple[str, int, int, str]]:
-    """``room_inputs`` as a fresh connection of another process reads it."""
+def stored_rows(path: Path, tables: Sequence[str] = LOG_TABLES) -> list[tuple[str, int, int, str]]:
+    """The rows of ``tables`` (the input log's three by default; a row in two of them once)
+    as a fresh connection of another process reads them."""
     conn = sqlite3.connect(path)
     try:
-        query = "SELECT room_code, idx, epoch, input_json FROM room_inputs ORDER BY room_code, idx"
-        return [tuple(row) for row in conn.execute(query)]
+        query = " UNION ".join(
+            f"SELECT room_code, idx, epoch, input_json FROM {table}" for table in tables
+        )
+        return [tuple(row) for row in conn.execute(f"{query} ORDER BY room_code, idx")]
     finally:
         conn.close()
 
@@ -135,19 +141,224 @@ async def test_an_append_waits_for_a_writer_that_lets_go_within_the_busy_timeout
         await log.close()
 
 
-async def test_an_append_of_an_entry_already_logged_is_refused_whole(
+async def eventually(check: Callable[[], bool], seconds: float = 20.0) -> None:
+    """Wait until ``check()`` holds (the appender's thread works on its own time)."""
+    for _ in range(int(seconds / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    assert check()
+
+
+def appender_of(log: SqlInputLog) -> SqliteAppender:
+    appender = log._appender
+    assert appender is not None
+    return appender
+
+
+async def test_appends_go_to_a_tail_that_a_fold_moves_into_room_inputs(
     file_store: RaceStore,
 ) -> None:
     path = file_store.sqlite_path
     assert path is not None
-    log = SqlInputLog(file_store)
+    log = SqlInputLog(file_store, fold_every_s=3600)
     try:
-        await log.append([Run("A", 0, 1, ['{"n":0}'])])
-        with pytest.raises(StorageError, match="UNIQUE"):
-            await log.append([Run("B", 0, 1, ['{"b":0}']), Run("A", 0, 1, ['{"again":0}'])])
-        assert stored_rows(path) == [("A", 0, 1, '{"n":0}')]  # B's row went with it
+        await log.append([Run("B", 0, 1, ['{"b":0}'])])
+        assert stored_rows(path, [TAILS[0]]) == [("B", 0, 1, '{"b":0}')]
+        assert stored_rows(path, ["room_inputs", TAILS[1]]) == []
+        appender = appender_of(log)
+        appender.fold_every_s = 0  # read after the next append
+        await log.append([Run("A", 0, 1, ['{"a":0}', '{"a":1}']), Run("B", 1, 1, ['{"b":1}'])])
+        await eventually(lambda: appender.folds == 1)
+        folded = [("A", 0, 1, '{"a":0}\n{"a":1}'), ("B", 0, 1, '{"b":0}'), ("B", 1, 1, '{"b":1}')]
+        assert stored_rows(path, ["room_inputs"]) == folded
+        assert stored_rows(path, TAILS) == []
+        assert appender.tail == TAILS[1]  # the tails changed places
+        await log.append([Run("A", 2, 1, ['{"a":2}'])])  # to the other tail, folded in turn
+        await eventually(lambda: appender.folds == 2)
+        assert stored_rows(path, ["room_inputs"]) == sorted([*folded, ("A", 2, 1, '{"a":2}')])
+        assert stored_rows(path, TAILS) == []
+        assert await log.read("A") == [(0, 1, '{"a":0}'), (1, 1, '{"a":1}'), (2, 1, '{"a":2}')]
+        assert appender.fold_problem is None
     finally:
         await log.close()
+
+
+async def test_rows_a_crash_left_in_a_tail_and_in_room_inputs_are_read_once_then_folded(
+    file_store: RaceStore,
+) -> None:
+    """A crash during a fold leaves rows copied into ``room_inputs`` and still in their
+    tail, and rows in both tails; each entry is read once, and the next appender folds
+    them all."""
+    path = file_store.sqlite_path
+    assert path is not None
+    db = sqlite3.connect(path)
+    with db:
+        insert = "INSERT INTO {} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)"
+        db.executemany(insert.format("room_inputs"), [("A", 0, 1, "a0\na1")])
+        db.executemany(insert.format(TAILS[1]), [("A", 0, 1, "a0\na1"), ("A", 2, 1, "a2")])
+        db.executemany(insert.format(TAILS[0]), [("B", 0, 2, "b0"), ("A", 3, 2, "a3")])
+    db.close()
+    log = SqlInputLog(file_store, fold_every_s=0)
+    try:
+        expected = [(0, 1, "a0"), (1, 1, "a1"), (2, 1, "a2"), (3, 2, "a3")]
+        assert await log.read("A") == expected
+        assert await log.read("B") == [(0, 2, "b0")]
+        assert await log.rooms() == ["A", "B"]
+        assert await log.max_epoch() == 2
+        await log.append([Run("B", 1, 3, ["b1"])])  # into the first tail, behind the crash's
+        appender = appender_of(log)
+        await eventually(lambda: appender.folds == 2)  # the second tail first, then the first
+        assert stored_rows(path, TAILS) == []
+        assert stored_rows(path, ["room_inputs"]) == [
+            ("A", 0, 1, "a0\na1"), ("A", 2, 1, "a2"), ("A", 3, 2, "a3"),
+            ("B", 0, 2, "b0"), ("B", 1, 3, "b1"),
+        ]
+        assert await log.read("A") == expected
+        assert await log.max_epoch() == 3
+        await log.drop(["A"])
+        assert await log.rooms() == ["B"]
+    finally:
+        await log.close()
+
+
+async def test_a_drop_forgets_a_room_in_every_table(file_store: RaceStore) -> None:
+    path = file_store.sqlite_path
+    assert path is not None
+    db = sqlite3.connect(path)
+    with db:
+        for table in ("room_inputs", *TAILS):
+            db.execute(
+                f"INSERT INTO {table} (room_code, idx, epoch, input_json) VALUES (?, ?, 1, ?)",
+                ("A", len(table), table),
+            )
+        db.execute(f"INSERT INTO {TAILS[0]} VALUES ('B', 0, 1, 'b')")
+    db.close()
+    log = SqlInputLog(file_store)
+    await log.drop(["A", "unknown"])
+    assert stored_rows(path) == [("B", 0, 1, "b")]
+
+
+async def test_a_fold_runs_a_slice_at_a_time_and_an_append_goes_between_two(
+    file_store: RaceStore,
+) -> None:
+    """A fold of many rooms is several statements, each a range of room codes, and an append
+    handed over while one runs is committed before the next."""
+    path = file_store.sqlite_path
+    assert path is not None
+    codes = [f"{first}{n}" for first in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" for n in range(5)]
+    db = sqlite3.connect(path)
+    with db:  # a tail left by a crash: folded as soon as the appender starts
+        db.executemany(
+            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, 0, 1, ?)",
+            [(code, f"x{code}") for code in codes],
+        )
+    db.close()
+    ran: list[str] = []
+    sliced = threading.Event()
+    go_on = threading.Event()
+
+    def trace(statement: str) -> None:
+        ran.append(statement.split(" (")[0])
+        if statement.startswith("INSERT OR IGNORE") and not sliced.is_set():
+            sliced.set()
+            go_on.wait(10)  # the first slice waits until the append below is handed over
+
+    log = SqlInputLog(file_store, fold_every_s=3600)
+    appender = appender_of(log)
+    appender.prepare = lambda conn: conn.set_trace_callback(trace)
+    appender.prepare_fold = lambda conn: conn.set_trace_callback(trace)
+    try:
+        await log.append([Run("first", 0, 1, ["f"])])
+        await eventually(sliced.is_set)
+        append = asyncio.ensure_future(log.append([Run("second", 0, 1, ["s"])]))
+        await asyncio.sleep(0.1)  # handed over: waiting for the slice
+        assert not append.done(), "|".join(ran)
+        go_on.set()
+        await append
+        await eventually(lambda: appender.folds == 1)
+        slices = [i for i, text in enumerate(ran) if text.startswith("INSERT OR IGNORE")]
+        assert 8 <= len(slices) <= 16, ran
+        appends = [i for i, text in enumerate(ran) if text.startswith(f"INSERT INTO {TAILS[0]}")]
+        assert appends[1] == slices[0] + 1, ran  # the second append right after the first slice
+        assert ran[-1] == f"DELETE FROM {TAILS[1]}"
+        assert stored_rows(path, ["room_inputs"]) == sorted((c, 0, 1, f"x{c}") for c in codes)
+        assert stored_rows(path, [TAILS[0]]) == [("first", 0, 1, "f"), ("second", 0, 1, "s")]
+    finally:
+        go_on.set()
+        await log.close()
+
+
+async def test_a_fold_that_meets_another_writer_tries_again_once_it_lets_go(
+    file_store: RaceStore,
+) -> None:
+    """The fold never waits for a lock (an append may be waiting for its thread): refused,
+    it tries again a moment later, and appends go on meanwhile."""
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store, fold_every_s=2)
+    try:
+        await log.append([Run("A", 0, 1, ["a"])])
+        appender = appender_of(log)
+        with write_locked(path):  # before the fold is due, two seconds after the log began
+            await eventually(lambda: appender.folds_busy >= 2)
+            assert stored_rows(path, [TAILS[0]]) == [("A", 0, 1, "a")]
+        await eventually(lambda: appender.folds == 1)
+        await log.append([Run("A", 1, 1, ["b"])])
+        assert stored_rows(path, ["room_inputs"]) == [("A", 0, 1, "a")]
+        assert stored_rows(path, [TAILS[1]]) == [("A", 1, 1, "b")]
+        assert appender.fold_problem is None
+    finally:
+        await log.close()
+
+
+async def test_a_fold_that_fails_is_said_and_tried_again_while_appends_go_on(
+    file_store: RaceStore,
+) -> None:
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store, fold_every_s=0)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("ALTER TABLE room_inputs RENAME TO room_inputs_away")
+        await log.append([Run("A", 0, 1, ["a"])])
+        appender = appender_of(log)
+        await eventually(lambda: appender.fold_problem is not None)
+        assert "room_inputs" in (appender.fold_problem or "")
+        await log.append([Run("A", 1, 1, ["b"])])  # appends go on into the tail
+        db.execute("ALTER TABLE room_inputs_away RENAME TO room_inputs")
+        await eventually(lambda: appender.folds >= 1 and appender.fold_problem is None)
+        await eventually(lambda: stored_rows(path, TAILS) == [])
+        assert stored_rows(path, ["room_inputs"]) == [("A", 0, 1, "a"), ("A", 1, 1, "b")]
+    finally:
+        db.close()
+        await log.close()
+
+
+@pytest.mark.parametrize("most", [1, 2, 16])
+def test_fold_slices_cover_every_code_in_at_most_the_slices_asked(most: int) -> None:
+    counts = [(c, 10 + 7 * (i % 3)) for i, c in enumerate("0123456789ABCDEFGHJKMNPQRSTVWXYZ")]
+    slices = fold_slices(counts, most)
+    assert 1 <= len(slices) <= most
+    assert slices[0][0] is None and slices[-1][1] is None
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(slices))
+
+    def holds(piece: tuple[str | None, str | None], code: str) -> bool:
+        low, high = piece
+        return (low is None or code >= low) and (high is None or code < high)
+
+    for code in ("", "0", "00", "5Z", "Z", "ZZZZZ", "a", "~"):
+        assert len([piece for piece in slices if holds(piece, code)]) == 1, code
+    if most == 16:  # about even: no slice holds more than twice its share
+        total = sum(n for _c, n in counts)
+        for piece in slices:
+            rows = sum(n for c, n in counts if holds(piece, c))
+            assert rows <= 2 * total / len(slices)
+
+
+def test_fold_slices_of_one_first_character_or_none_are_one_slice() -> None:
+    assert fold_slices([("Q", 500)]) == [(None, None)]
+    assert fold_slices([]) == [(None, None)]
 
 
 async def test_the_appender_writes_with_full_sync_in_wal_mode(file_store: RaceStore) -> None:

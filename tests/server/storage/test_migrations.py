@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from server.race.records import RaceRecord
-from server.storage import migrate
+from server.storage import inputlog, migrate
 from server.storage import schema as storage_schema
 from server.storage.store import RaceStore, SchemaTooNewError, StorageError, driver_url
 from tests.data.make_pre_alembic_db import records as fixture_records
@@ -146,11 +147,13 @@ async def test_servers_starting_at_once_on_a_new_database_migrate_it_once(db_url
 async def test_the_declared_tables_match_the_migrated_schema(db_url: str) -> None:
     store = await RaceStore.connect(db_url)
 
+    declared = [*storage_schema.metadata.tables.values(), *inputlog.metadata.tables.values()]
+
     def columns(sync_conn: sa.Connection) -> dict[str, set[str]]:
         inspector = sa.inspect(sync_conn)
         return {
-            table: {col["name"] for col in inspector.get_columns(table)}
-            for table in storage_schema.metadata.tables
+            table.name: {col["name"] for col in inspector.get_columns(table.name)}
+            for table in declared
         }
 
     try:
@@ -158,7 +161,7 @@ async def test_the_declared_tables_match_the_migrated_schema(db_url: str) -> Non
             found = await conn.run_sync(columns)
     finally:
         await store.close()
-    for table in storage_schema.metadata.tables.values():
+    for table in declared:
         assert found[table.name] == {column.name for column in table.columns}, table.name
 
 
@@ -315,3 +318,35 @@ async def test_the_server_upgrades_the_database_when_it_starts_and_says_so(
     assert [getattr(r, "fields", {}) for r in lines] == [
         {"database": f"sqlite:///{path}", "before": "0001", "after": migrate.head()}
     ]
+
+
+async def test_going_back_before_the_tails_folds_what_they_hold_into_room_inputs(
+    db_url: str,
+) -> None:
+    """Revision 0007's downgrade keeps every entry: the tails' rows join ``room_inputs``
+    (a row already there, copied by a fold, once)."""
+    store = await RaceStore.connect(db_url)
+    await store.close()
+    for query in (
+        "INSERT INTO room_inputs VALUES ('A', 0, 1, 'a0')",
+        "INSERT INTO room_inputs_tail_a VALUES ('A', 0, 1, 'a0')",
+        "INSERT INTO room_inputs_tail_a VALUES ('A', 1, 1, 'a1')",
+        "INSERT INTO room_inputs_tail_b VALUES ('B', 0, 2, 'b0')",
+    ):
+        raw_sql(db_url, f"{query} RETURNING 1")
+    engine = create_async_engine(driver_url(db_url))
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(
+                lambda sync: command.downgrade(migrate.config(sync), "0006")
+            )
+    finally:
+        await engine.dispose()
+    assert not table_exists(db_url, "room_inputs_tail_a")
+    assert not table_exists(db_url, "room_inputs_tail_b")
+    assert raw_sql(
+        db_url, "SELECT string_agg(room_code || idx || input_json, ' ' ORDER BY room_code, idx)"
+        " FROM room_inputs" if not db_url.startswith("sqlite") else
+        "SELECT group_concat(room_code || idx || input_json, ' ')"
+        " FROM (SELECT * FROM room_inputs ORDER BY room_code, idx)"
+    ) == "A0a0 A1a1 B0b0"
