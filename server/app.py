@@ -344,9 +344,14 @@ async def handle_health(request: web.Request) -> web.Response:
             "redis": "unavailable" if cluster.problem else "ok",
             **({"reason": cluster.problem} if cluster.problem else {}),
         }
-    if hub.journal is not None and hub.journal.problem:
+    if hub.journal is not None:
         # Races go on; only rooms whose inputs could not be logged cannot be resumed.
-        body["input_log"] = {"reason": hub.journal.problem}
+        log_problems = {"reason": hub.journal.problem}
+        if isinstance(hub.journal.log, SqlInputLog):
+            log_problems["fold"] = hub.journal.log.fold_problem
+        said = {key: value for key, value in log_problems.items() if value}
+        if said:
+            body["input_log"] = said
     return web.json_response(body, status=503 if hub.closing else 200)
 
 

@@ -74,6 +74,7 @@ from server.race.room import Room
 from server.race.room_types import RoomTimings
 from server.race.spectate import UPDATE_PARTS, pack_updates
 from server.recovery.journal import Journal
+from server.storage.inputlog import SqlInputLog
 from server.storage.players import Players
 from server.storage.store import RaceStore
 from server.storage.writer import ResultWriter
@@ -149,6 +150,8 @@ class Hub:
         )
         if journal is not None:
             journal.on_commit = self.metrics.log_commit_seconds.observe
+            if isinstance(journal.log, SqlInputLog):
+                journal.log.on_fold_step(self.metrics.log_fold_step_seconds.observe)
         #: Claimed names; the messages of connections whose hello is being checked.
         self.claims = Claims(Players(store), executor)
         self.held: dict[Connection, Held] = {}

@@ -145,6 +145,12 @@ class Metrics:
             buckets=_COMMIT_BUCKETS,
             registry=reg,
         )
+        self.log_fold_step_seconds = Histogram(
+            "tripeaks_log_fold_step_seconds",
+            "Time of one step of the input log's fold (an append may wait for one)",
+            buckets=_COMMIT_BUCKETS,
+            registry=reg,
+        )
         self.stored_races = Counter("tripeaks_races_stored", "Races written", registry=reg)
         self.storage_errors = Counter(
             "tripeaks_storage_errors", "Failed race writes (first tries and retries)", registry=reg

@@ -19,7 +19,7 @@ fenced.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 import sqlalchemy as sa
@@ -133,6 +133,18 @@ class SqlInputLog:
             raise StorageError(
                 f"cannot append to the input log of {self.store.url}: {reason}"
             ) from exc
+
+    @property
+    def fold_problem(self) -> str | None:
+        """Why folding the tails into ``room_inputs`` fails (it is tried again each second;
+        appends and reads are not affected, the tails grow meanwhile), if it does."""
+        return self._appender.fold_problem if self._appender is not None else None
+
+    def on_fold_step(self, callback: Callable[[float], object]) -> None:
+        """Have ``callback`` called with the seconds each fold step takes (on the appender's
+        thread; only on a SQLite file)."""
+        if self._appender is not None:
+            self._appender.on_fold_step = callback
 
     async def close(self) -> None:
         """End the appender's thread once the appends under way are done (idempotent)."""

@@ -198,6 +198,9 @@ class SqliteAppender:
         self.folds_busy = 0
         #: Why the last fold step failed otherwise (it is tried again), if it did.
         self.fold_problem: str | None = None
+        #: Called on the appender's thread with the seconds each fold step took (an append
+        #: handed over meanwhile waited up to that long): the metrics.
+        self.on_fold_step: Callable[[float], object] | None = None
 
     async def append(self, rows: Sequence[Row]) -> None:
         """Insert ``rows`` in one transaction; they are on disk when this returns.
@@ -345,10 +348,13 @@ class SqliteAppender:
                 self._fold = self._begin(conn, self.tail)
                 self.tail = _other(self.tail)
                 self._unfolded = False
+            started = time.perf_counter()
             if self._fold.step(conn):
                 self._fold = None
                 self.folds += 1
             self.fold_problem = None
+            if self.on_fold_step is not None:
+                self.on_fold_step(time.perf_counter() - started)
         except sqlite3.Error as exc:
             pause = FOLD_BUSY_PAUSE_S
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -56,6 +58,43 @@ async def test_healthz_answers_ok(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
         status, body = await get_json(server.url + "/healthz")
         assert status == 200 and body["status"] == "ok"
+
+
+async def test_the_input_logs_fold_is_timed_and_a_failing_one_shows_in_healthz(
+    tmp_path: Path,
+) -> None:
+    """A fold that cannot write ``room_inputs`` is tried again: /healthz names it while it
+    fails, the races and their commits go on, and it clears once the fold succeeds."""
+    async with running_server(tmp_path) as server:
+        db = sqlite3.connect(tmp_path / "races.db", isolation_level=None)
+        try:
+            db.execute("ALTER TABLE room_inputs RENAME TO room_inputs_away")
+            clients, _state = await open_room(server.ws_url, ["ann"], practice_seed=SEED)
+            await clients[0].send(m.Start())
+            await clients[0].expect(m.RaceStart)
+            body: dict[str, object] = {}
+            for _ in range(300):  # the first fold is due a second after the log began
+                _, body = await get_json(server.url + "/healthz")
+                if "input_log" in body:
+                    break
+                await asyncio.sleep(0.02)
+            assert body["status"] == "ok"  # races go on: the tails take the commits
+            assert "room_inputs" in body["input_log"]["fold"]  # type: ignore[index]
+            answer = await clients[0].request(move_request(1, LINE[0]), m.MoveResult)
+            assert answer.accepted
+            db.execute("ALTER TABLE room_inputs_away RENAME TO room_inputs")
+            for _ in range(300):
+                _, body = await get_json(server.url + "/healthz")
+                if "input_log" not in body:
+                    break
+                await asyncio.sleep(0.02)
+            assert "input_log" not in body
+            async with aiohttp.ClientSession() as http, http.get(server.url + "/metrics") as r:
+                metrics = await r.text()
+            steps = re.search(r"^tripeaks_log_fold_step_seconds_count (\S+)$", metrics, re.M)
+            assert steps is not None and float(steps.group(1)) >= 2  # a slice and an emptying
+        finally:
+            db.close()
 
 
 async def test_metrics_count_races_moves_refusals_errors_and_time_deals(tmp_path: Path) -> None:
