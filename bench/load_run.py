@@ -106,7 +106,8 @@ def run_window(
     the set-up; they are pinned back to the server's core before the window.
     With ``metrics_url`` (the game server's ``/metrics``), the window's input log
     commits are counted, and those over 50 ms (``log_commits``, ``log_commits_over_50ms``
-    in :attr:`WindowResult.server`).
+    in :attr:`WindowResult.server`), and its fold steps, and those over 10 ms
+    (``log_fold_steps``, ``log_fold_steps_over_10ms``).
     """
     result = WindowResult()
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -126,7 +127,7 @@ def run_window(
             result.ready = [w.read_event("ready", 1.0, line) for w, line in pairs]
             if before_go is not None:
                 before_go()
-            commits_at_go = log_commits(metrics_url) if metrics_url else None
+            log_at_go = log_figures(metrics_url) if metrics_url else None
             window = CpuWindow(server_pid)
             generator_core_at_go = core_busy(GENERATOR_CORE)
             for worker in workers:
@@ -134,10 +135,12 @@ def run_window(
             duration = max(float(job["duration_s"]) for job in jobs)
             events = [w.read_event("result", duration + setup_timeout_s) for w in workers]
             result.server = window.finish()
-            if metrics_url and commits_at_go is not None:
-                total, slow = log_commits(metrics_url)
-                result.server["log_commits"] = total - commits_at_go[0]
-                result.server["log_commits_over_50ms"] = slow - commits_at_go[1]
+            if metrics_url and log_at_go is not None:
+                names = ("log_commits", "log_commits_over_50ms", "log_fold_steps",
+                         "log_fold_steps_over_10ms")
+                for name, now, then in zip(names, log_figures(metrics_url), log_at_go,
+                                           strict=True):
+                    result.server[name] = now - then
             generator_core = busy_share(generator_core_at_go, core_busy(GENERATOR_CORE))
         finally:
             for worker in workers:
@@ -161,15 +164,31 @@ def run_window(
 def log_commits(metrics_url: str) -> tuple[int, int]:
     """The server's input log commits so far, and how many of them took over 50 ms (from
     ``tripeaks_log_commit_seconds``; 0 and 0 before the first)."""
+    return log_figures(metrics_url)[:2]
+
+
+def log_figures(metrics_url: str) -> tuple[int, int, int, int]:
+    """The input log's commits and those over 50 ms, then its fold steps and those over
+    10 ms (``tripeaks_log_fold_step_seconds``), so far."""
     with urllib.request.urlopen(metrics_url, timeout=10) as response:
-        text = response.read().decode()
-    total = fast = 0
+        return parse_log_figures(response.read().decode())
+
+
+def parse_log_figures(text: str) -> tuple[int, int, int, int]:
+    """:func:`log_figures` of the Prometheus ``text``."""
+    return (*_over(text, "tripeaks_log_commit_seconds", "0.05"),
+            *_over(text, "tripeaks_log_fold_step_seconds", "0.01"))
+
+
+def _over(text: str, histogram: str, bound: str) -> tuple[int, int]:
+    """Observations of ``histogram`` in the Prometheus ``text``, and those above ``bound``."""
+    total = within = 0
     for line in text.splitlines():
-        if line.startswith("tripeaks_log_commit_seconds_count "):
+        if line.startswith(f"{histogram}_count "):
             total = int(float(line.split()[1]))
-        elif line.startswith('tripeaks_log_commit_seconds_bucket{le="0.05"} '):
-            fast = int(float(line.split()[1]))
-    return total, total - fast
+        elif line.startswith(f'{histogram}_bucket{{le="{bound}"}} '):
+            within = int(float(line.split()[1]))
+    return total, total - within
 
 
 def pin_children(pid: int, cores: list[int] | None) -> None:

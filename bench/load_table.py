@@ -37,7 +37,8 @@ def _race_rows(name: str, fig: dict[str, Any]) -> list[str]:
         f" {fig.get('server_children_cpu_pct')}%)  RSS {fig.get('server_rss_mib')} MiB"
         f"  generator CPU {gen}",
         f"{'':13}input log commits {fig.get('log_commits')}, over 50 ms"
-        f" {fig.get('log_commits_over_50ms')} (each held its answers that long)",
+        f" {fig.get('log_commits_over_50ms')} (each held its answers that long); fold steps"
+        f" {fig.get('log_fold_steps')}, over 10 ms {fig.get('log_fold_steps_over_10ms')}",
         f"{'':13}taken by other processes on this shared machine: core 0"
         f" {fig.get('server_core_busy_by_others_pct')}%, core 1"
         f" {fig.get('generator_core_busy_by_others_pct')}%",
@@ -110,7 +111,8 @@ def print_table(figures: dict[str, Any]) -> None:
                 f" {step['p99_ms']} ms -> {'ok' if step['ok'] else 'over'}"
                 f" (server CPU {step['server_cpu_pct']}%, kernel"
                 f" {step.get('server_cpu_system_pct')}% of it, log commits over 50 ms"
-                f" {step.get('log_commits_over_50ms')}, core 0 taken by others"
+                f" {step.get('log_commits_over_50ms')}, fold steps over 10 ms"
+                f" {step.get('log_fold_steps_over_10ms')}, core 0 taken by others"
                 f" {step.get('core_taken_by_others_pct')}%, generator {step['generator_cpu_pct']}%)"
             )
     lines += ["-" * 78, "targets"]

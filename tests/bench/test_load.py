@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.echo_server import make_app
 from bench.load import burst_figures
 from bench.load_game import move_frame
-from bench.load_run import WindowResult, log_commits
+from bench.load_run import WindowResult, log_commits, parse_log_figures
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol.wire import codec
@@ -87,9 +87,12 @@ def test_quick_run_reports_every_figure_the_issue_lists(quick_figures: dict) -> 
         # Every move is logged before its answer: the window saw commits, read from /metrics.
         assert quick_figures[run]["log_commits"] > 0, run
         assert 0 <= quick_figures[run]["log_commits_over_50ms"] <= quick_figures[run]["log_commits"]
+        steps = quick_figures[run]["log_fold_steps"]
+        assert 0 <= quick_figures[run]["log_fold_steps_over_10ms"] <= steps, run
     for step in quick_figures["capacity"]["steps"]:
         assert 0 <= step["server_cpu_system_pct"] <= step["server_cpu_pct"] + 1
         assert step["log_commits_over_50ms"] >= 0
+        assert step["log_fold_steps_over_10ms"] >= 0
     assert quick_figures["human"]["room_start"]["p99_ms"] is not None
     assert quick_figures["interference"]["room_start"]["count"] == quick_figures["scale"]["burst"]
     assert quick_figures["interference"]["rtt_during_burst"]["count"] > 0
@@ -212,7 +215,17 @@ def test_the_generators_move_frames_are_the_codecs_bytes() -> None:
         assert move_frame(seq, action, position) == expected
 
 
-async def test_log_commits_reads_the_servers_commit_histogram(tmp_path: Path) -> None:
+def _histogram(text: str, name: str, bound: str) -> tuple[int, int]:
+    """Observations of histogram ``name`` and those above ``bound``, read by
+    prometheus_client's own parser."""
+    (family,) = [f for f in text_string_to_metric_families(text) if f.name == name]
+    count = next(s.value for s in family.samples if s.name.endswith("_count"))
+    within = next(s.value for s in family.samples
+                  if s.name.endswith("_bucket") and s.labels["le"] == bound)
+    return int(count), int(count - within)
+
+
+async def test_log_commits_reads_the_servers_commit_and_fold_histograms(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
         (ann,), _state = await open_room(server.ws_url, ["ann"], practice_seed="42")
         await ann.send(m.Start())
@@ -223,13 +236,17 @@ async def test_log_commits_reads_the_servers_commit_histogram(tmp_path: Path) ->
         total, slow = await asyncio.to_thread(log_commits, url)
         journal = server.hub.journal
         assert journal is not None and 1 <= total == journal.commits
-        async with aiohttp.ClientSession() as http, http.get(url) as response:
-            text = await response.text()
-    (family,) = [f for f in text_string_to_metric_families(text)
-                 if f.name == "tripeaks_log_commit_seconds"]
-    fast = next(s.value for s in family.samples
-                if s.name.endswith("_bucket") and s.labels["le"] == "0.05")
-    assert slow == total - int(fast) >= 0
+        async with aiohttp.ClientSession() as http:
+            for _ in range(250):  # a fold comes a second after the log began
+                async with http.get(url) as response:
+                    text = await response.text()
+                if parse_log_figures(text)[2]:
+                    break
+                await asyncio.sleep(0.02)
+    assert (total, slow) == _histogram(text, "tripeaks_log_commit_seconds", "0.05")
+    folds = _histogram(text, "tripeaks_log_fold_step_seconds", "0.01")
+    assert folds[0] >= 1
+    assert parse_log_figures(text) == (total, slow, *folds)
 
 
 @pytest.mark.parametrize(("during_ms", "ok"), [(20.0, True), (20.001, False)])
