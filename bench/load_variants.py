@@ -166,9 +166,9 @@ def _patch_log(variants: set[str]) -> None:
     if "log_keyed" in variants:
         plain = sqlite_inputlog._insert
         sqlite_inputlog._insert = lambda conn, rows, table: plain(conn, rows, "room_inputs")
-        # The thread only appends: it never looks for a fold.
-        sqlite_inputlog.SqliteAppender._next_job = (  # type: ignore[method-assign]
-            lambda self: self._jobs.get()
+        # The folding thread never finds a fold due.
+        sqlite_inputlog.SqliteAppender._fold_wait = (  # type: ignore[method-assign]
+            lambda self: None
         )
     if "log_slow" in variants:
         insert = sqlite_inputlog._insert

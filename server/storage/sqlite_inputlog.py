@@ -28,10 +28,12 @@ its last page or two.  While one tail takes the appends, the other is folded int
 began, the tails change places and the one given up is copied into
 ``room_inputs`` a range of room codes at a time, in key order, so each page of
 the index is written once per fold, not once per commit; then it is emptied.
-Each slice is one statement on a second connection, run only while no append
-waits (an append waits for a slice under way, a few milliseconds at most); it
-gives up at once when another writer holds the lock, and is tried again later.
-The fold's connection does not sync (``synchronous=NORMAL``): what it writes is
+The fold runs on a thread and a connection of its own, so an append never waits
+for a fold's Python, only for SQLite's write lock while a slice (one statement)
+copies its rows; the fold waits at most :data:`FOLD_LOCK_WAIT_S` for the appends'
+lock and otherwise tries again a moment later.  The tails change places under a
+lock the appends hold while they insert: no append is left in a tail being
+folded.  The fold's connection does not sync (``synchronous=NORMAL``): what it writes is
 a copy of rows that stay in the tail until it is emptied, and WAL frames are
 kept in order, so an emptied tail comes back after a power cut unless every
 copy came back before it.  A row may so stand both in the tail and in
@@ -69,9 +71,9 @@ TAILS: Final = ("room_inputs_tail_a", "room_inputs_tail_b")
 FOLD_EVERY_S: Final = 1.0
 #: At most this many slices (ranges of room codes) to a fold; each is one statement.
 FOLD_SLICES: Final = 16
-#: A fold not done this long after it began runs a slice after every append.
-FOLD_OVERDUE_S: Final = 3.0
-#: How long a slice refused for another writer's lock waits before it is tried again.
+#: How long a fold step waits for another writer's lock (an append's) before giving up,
+#: and how long it then pauses before it is tried again.
+FOLD_LOCK_WAIT_S: Final = 0.02
 FOLD_BUSY_PAUSE_S: Final = 0.05
 _COLUMNS: Final = "room_code, idx, epoch, input_json"
 
@@ -156,7 +158,7 @@ def fold_slices(
 class SqliteAppender:
     """Appends rows to the input log of the SQLite file ``path``, one transaction per
     :meth:`append`, on a thread started by the first append and stopped by :meth:`close`;
-    the same thread folds the tails into ``room_inputs`` (module docstring).
+    a second thread folds the tails into ``room_inputs`` (module docstring).
 
     ``url`` names the database in error messages.  ``fold_every_s``: seconds from the
     start of one fold to the next (tests make it short).
@@ -175,17 +177,24 @@ class SqliteAppender:
         self.fold_every_s = fold_every_s
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._folder: threading.Thread | None = None
         self._closed = False
         #: Called on the appender's thread with its connection before each transaction
         #: (tests cap the database's size with it, as a full disk would).
         self.prepare: Callable[[sqlite3.Connection], object] | None = None
-        #: Called on the appender's thread with the fold's connection when it opens.
+        #: Called on the folding thread with the fold's connection when it opens.
         self.prepare_fold: Callable[[sqlite3.Connection], object] | None = None
-        # ---- the thread's own (read elsewhere only by tests and the metrics) ----
-        #: The tail taking the appends.
+        #: Held by the appender's thread while it inserts, and by the folding thread while
+        #: it takes the tail away from the appends: no append is left in a tail being folded.
+        self._tail_lock = threading.Lock()
+        #: The tail taking the appends, and whether it has rows not folded yet (both under
+        #: the lock).
         self.tail = TAILS[0]
-        #: Whether the tail taking appends has rows that are not folded yet.
         self._unfolded = False
+        #: Set to wake the folding thread (an append, or the close).
+        self._wake = threading.Event()
+        self._stopping = False
+        # ---- the folding thread's own (read elsewhere only by tests and the metrics) ----
         #: The fold under way, if any; when the last one began (monotonic clock).
         self._fold: Fold | None = None
         self._fold_began = time.monotonic()
@@ -193,13 +202,12 @@ class SqliteAppender:
         self._looked = False
         #: A failed fold step is not tried again before this (monotonic clock).
         self._pause_until = 0.0
-        #: Folds finished, and slices refused for another writer's lock.
+        #: Folds finished, and steps refused for another writer's lock.
         self.folds = 0
         self.folds_busy = 0
         #: Why the last fold step failed otherwise (it is tried again), if it did.
         self.fold_problem: str | None = None
-        #: Called on the appender's thread with the seconds each fold step took (an append
-        #: handed over meanwhile waited up to that long): the metrics.
+        #: Called on the folding thread with the seconds each fold step took: the metrics.
         self.on_fold_step: Callable[[float], object] | None = None
 
     async def append(self, rows: Sequence[Row]) -> None:
@@ -212,75 +220,52 @@ class SqliteAppender:
             raise StorageError(f"the input log of {self.url} is closed")
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._jobs.put((rows, loop, done))  # first: the thread serves it before anything
+        self._jobs.put((rows, loop, done))
         if self._thread is None:
-            # A daemon: a server that never closes its log still exits (what is not
-            # committed was never acknowledged).
-            thread = threading.Thread(target=self._serve, name="input-log-appender", daemon=True)
-            thread.start()
-            self._thread = thread
+            # Daemons: a server that never closes its log still exits (what is not
+            # committed was never acknowledged; a fold cut short is taken up again).
+            self._thread = threading.Thread(
+                target=self._serve, name="input-log-appender", daemon=True
+            )
+            self._folder = threading.Thread(
+                target=self._fold_all, name="input-log-folder", daemon=True
+            )
+            self._thread.start()
+            self._folder.start()
         await done
 
     async def close(self) -> None:
-        """Finish the appends handed over so far, close the connections, end the thread.
+        """Finish the appends handed over so far, close the connections, end the threads.
 
-        A fold under way stops where it is: the next appender goes on with it."""
+        A fold under way stops after its step: the next appender goes on with it."""
         self._closed = True
         thread, self._thread = self._thread, None
-        if thread is None or not thread.is_alive():
-            return
+        folder, self._folder = self._folder, None
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        self._jobs.put((None, loop, done))
-        await done
-        thread.join()  # it has nothing left to do but return
+        if thread is not None and thread.is_alive():
+            done: asyncio.Future[None] = loop.create_future()
+            self._jobs.put((None, loop, done))
+            await done
+            thread.join()  # it has nothing left to do but return
+        if folder is not None:
+            self._stopping = True
+            self._wake.set()
+            await loop.run_in_executor(None, folder.join)  # after the step under way
 
     # ---- on the appender's thread ------------------------------------------------
     def _serve(self) -> None:
         conn: sqlite3.Connection | None = None
-        folding: sqlite3.Connection | None = None
         try:
             while True:
-                job = self._next_job()
-                if job is None:
-                    folding = self._fold_step(folding)
-                    continue
-                rows, loop, done = job
+                rows, loop, done = self._jobs.get()
                 if rows is None:
                     _settle(loop, done, None)
                     return
                 conn, error = self._append(conn, rows)
                 _settle(loop, done, error)
-                if error is None and self._fold_overdue():
-                    folding = self._fold_step(folding)
         finally:
-            for each in (conn, folding):
-                if each is not None:
-                    each.close()
-
-    def _next_job(self) -> _Job | None:
-        """The next append, or ``None`` when the fold may take a step now: as soon as no
-        append waits while a fold is under way (or before the tails were looked at for
-        one a crash left), else once the next fold is due."""
-        if self._fold is None and self._looked:
-            if not self._unfolded:
-                return self._jobs.get()
-            due = self._fold_began + self.fold_every_s
-        else:
-            due = 0.0
-        wait = max(due, self._pause_until) - time.monotonic()
-        try:
-            return self._jobs.get(timeout=wait) if wait > 0 else self._jobs.get_nowait()
-        except queue.Empty:
-            return None
-
-    def _fold_overdue(self) -> bool:
-        now = time.monotonic()
-        return (
-            self._fold is not None
-            and now - self._fold.began > FOLD_OVERDUE_S
-            and now >= self._pause_until
-        )
+            if conn is not None:
+                conn.close()
 
     def _append(
         self, conn: sqlite3.Connection | None, rows: Sequence[Row]
@@ -290,12 +275,15 @@ class SqliteAppender:
             conn = conn or self._open()
             if self.prepare is not None:
                 self.prepare(conn)
-            _insert(conn, rows, self.tail)
+            with self._tail_lock:
+                _insert(conn, rows, self.tail)
+                if not self._unfolded:
+                    self._unfolded = True
+                    self._wake.set()
         except Exception as exc:  # whatever it is, the waiting append gets it
             error = StorageError(f"cannot append to the input log of {self.url}: {exc}")
             error.__cause__ = exc
             return _after_failure(conn), error
-        self._unfolded = True
         return conn, None
 
     def _open(self) -> sqlite3.Connection:
@@ -311,10 +299,36 @@ class SqliteAppender:
             raise
         return conn
 
+    # ---- on the folding thread ---------------------------------------------------
+    def _fold_all(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while not self._stopping:
+                wait = self._fold_wait()
+                if wait is None or wait > 0:
+                    self._wake.wait(wait)
+                    self._wake.clear()
+                    continue
+                conn = self._fold_step(conn)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _fold_wait(self) -> float | None:
+        """Seconds until the fold may take a step (``None``: until an append wakes it): at
+        once while a fold is under way (or before the tails were looked at for one a crash
+        left), else once the next one is due."""
+        now = time.monotonic()
+        if self._fold is not None or not self._looked:
+            return max(0.0, self._pause_until - now)
+        if not self._unfolded:
+            return None
+        return max(0.0, max(self._fold_began + self.fold_every_s, self._pause_until) - now)
+
     def _open_folding(self) -> sqlite3.Connection:
-        """The fold's connection: no sync of its own, and no waiting for another writer
-        (an append may be waiting for the thread)."""
-        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        """The fold's connection: no sync of its own (module docstring), and a short wait
+        for the appends' lock."""
+        conn = sqlite3.connect(self.path, timeout=FOLD_LOCK_WAIT_S, isolation_level=None)
         try:
             conn.execute("PRAGMA synchronous=NORMAL")
             if self.prepare_fold is not None:
@@ -324,10 +338,9 @@ class SqliteAppender:
             if not self._looked:
                 # fetchall: a statement left unfinished would hold its snapshot open, and a
                 # write from an old snapshot is refused as locked, whatever the wait.
-                if conn.execute(
-                    f"SELECT EXISTS (SELECT 1 FROM {_other(self.tail)})"
-                ).fetchall() == [(1,)]:
-                    self._fold = self._begin(conn, _other(self.tail))
+                other = _other(self.tail)
+                if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {other})").fetchall() == [(1,)]:
+                    self._fold = self._begin(conn, other)
                 self._looked = True
         except BaseException:
             conn.close()
@@ -343,11 +356,12 @@ class SqliteAppender:
         try:
             conn = conn or self._open_folding()
             if self._fold is None:
-                if not self._unfolded or time.monotonic() < self._fold_began + self.fold_every_s:
+                if self._fold_wait() != 0:
                     return conn
-                self._fold = self._begin(conn, self.tail)
-                self.tail = _other(self.tail)
-                self._unfolded = False
+                with self._tail_lock:  # no append is under way in the tail given up
+                    given_up, self.tail = self.tail, _other(self.tail)
+                    self._unfolded = False
+                self._fold = self._begin(conn, given_up)
             started = time.perf_counter()
             if self._fold.step(conn):
                 self._fold = None
