@@ -25,16 +25,17 @@ thread took a fifth of a busy server's core (performance-log.md, "tenth part").
 A tail (:data:`TAILS`, no key of its own) takes rows in the order they come, on
 its last page or two.  While one tail takes the appends, the other is folded into
 ``room_inputs`` (:class:`Fold`): at least :data:`FOLD_EVERY_S` after the last fold
-began, the tails change places and the one given up is copied into
-``room_inputs`` a range of room codes at a time, in key order, so each page of
-the index is written once per fold, not once per commit; then it is emptied.
-The fold runs on a thread and a connection of its own, so an append never waits
-for a fold's Python, only for SQLite's write lock while a slice (one statement)
-copies its rows; the fold waits at most :data:`FOLD_LOCK_WAIT_S` for the appends'
-lock and otherwise tries again a moment later.  The tails change places under a
-lock the appends hold while they insert: no append is left in a tail being
-folded.  The fold's connection does not sync (``synchronous=NORMAL``): what it writes is
-a copy of rows that stay in the tail until it is emptied, and WAL frames are
+began, the tails change places and the one given up is sorted by key into a
+table of the fold's own connection, then copied into ``room_inputs``
+:data:`FOLD_ROWS` rows at a time, in key order, so each page of the index is
+written about once per fold, not once per commit; then it is emptied.  The fold
+runs on a thread and a connection of its own, so an append never waits for a
+fold's Python, only for SQLite's write lock while one copy (a statement of about
+a millisecond) runs; the fold waits at most :data:`FOLD_LOCK_WAIT_S` for the
+appends' lock and otherwise tries again a moment later.  The tails change places
+under a lock the appends hold while they insert: no append is left in a tail being
+folded.  The fold's connection does not sync (``synchronous=NORMAL``): what it
+writes is a copy of rows that stay in the tail until it is emptied, and WAL frames are
 kept in order, so an emptied tail comes back after a power cut unless every
 copy came back before it.  A row may so stand both in the tail and in
 ``room_inputs``; the copy skips keys already there, and
@@ -69,8 +70,9 @@ TAILS: Final = ("room_inputs_tail_a", "room_inputs_tail_b")
 #: Seconds from the start of one fold to the next: each page of ``room_inputs`` a fold
 #: touches is written once for every commit of that long.
 FOLD_EVERY_S: Final = 1.0
-#: At most this many slices (ranges of room codes) to a fold; each is one statement.
-FOLD_SLICES: Final = 16
+#: Rows a fold copies into ``room_inputs`` in one statement, which holds the database's
+#: write lock (an append waits for it) for about a millisecond.
+FOLD_ROWS: Final = 256
 #: How long a fold step waits for another writer's lock (an append's) before giving up,
 #: and how long it then pauses before it is tried again.
 FOLD_LOCK_WAIT_S: Final = 0.02
@@ -90,69 +92,51 @@ _Job = tuple[Sequence[Row] | None, asyncio.AbstractEventLoop, "asyncio.Future[No
 
 
 class Fold:
-    """One tail's copy into ``room_inputs``: the slices left, then emptying the tail.
+    """One tail's copy into ``room_inputs``, a statement per :meth:`step`: the tail's rows
+    sorted by key into a table of the fold's connection's own (``temp.fold_rows``: no
+    lock on the database, only reads), then copied :data:`FOLD_ROWS` at a time, in key
+    order, then the tail emptied.  A connection lost part way (a failed step) loses the
+    sorted copy: the fold sorts again, and what was copied already is skipped."""
 
-    ``slices`` are ranges of room codes ``(lowest or None, first above or None)`` that
-    together cover every code, so nothing of the tail is left out however its codes
-    are spread.
-    """
+    __slots__ = ("began", "copied", "rows", "sorted", "tail")
 
-    __slots__ = ("began", "slices", "tail")
-
-    def __init__(self, tail: str, slices: list[tuple[str | None, str | None]], began: float):
+    def __init__(self, tail: str, began: float):
         self.tail = tail
-        self.slices = slices
         self.began = began
+        #: Whether the fold's connection holds the sorted rows; how many, and how many of
+        #: them are copied.
+        self.sorted = False
+        self.rows = 0
+        self.copied = 0
 
     def step(self, conn: sqlite3.Connection) -> bool:
         """Run the next statement of the fold on ``conn``; True once the tail is empty.
 
         Raises :class:`sqlite3.OperationalError` when another writer holds the lock (the
-        step is not taken, and may be tried again).
-        """
-        if not self.slices:
-            conn.execute(f"DELETE FROM {self.tail}")
-            return True
-        low, high = self.slices[0]
-        where, args = _code_range(low, high)
-        conn.execute(
-            f"INSERT OR IGNORE INTO room_inputs ({_COLUMNS}) SELECT {_COLUMNS}"
-            f" FROM {self.tail}{where} ORDER BY room_code, idx",
-            args,
-        )
-        del self.slices[0]
-        return False
-
-
-def _code_range(low: str | None, high: str | None) -> tuple[str, tuple[str, ...]]:
-    """The WHERE clause (with its leading space, or empty) and values of a slice."""
-    terms, args = [], []
-    if low is not None:
-        terms.append("room_code >= ?")
-        args.append(low)
-    if high is not None:
-        terms.append("room_code < ?")
-        args.append(high)
-    return (" WHERE " + " AND ".join(terms) if terms else ""), tuple(args)
-
-
-def fold_slices(
-    counts: Sequence[tuple[str, int]], most: int = FOLD_SLICES
-) -> list[tuple[str | None, str | None]]:
-    """Ranges of room codes for a fold, from ``counts``: each first character of the
-    tail's codes with its rows, in order.  At most ``most`` ranges of about equal rows,
-    split only between first characters; the first has no lower bound and the last no
-    upper one, so together they cover every code."""
-    total = sum(rows for _first, rows in counts)
-    bounds: list[str] = []
-    seen = 0
-    for first, rows in counts:
-        if seen and seen * most >= total * (len(bounds) + 1) and len(bounds) < most - 1:
-            bounds.append(first)
-        seen += rows
-    lows: list[str | None] = [None, *bounds]
-    highs: list[str | None] = [*bounds, None]
-    return list(zip(lows, highs, strict=True))
+        step is not taken, and may be tried again)."""
+        if not self.sorted:
+            conn.execute("DROP TABLE IF EXISTS temp.fold_rows")
+            conn.execute(
+                f"CREATE TEMP TABLE fold_rows AS SELECT {_COLUMNS} FROM {self.tail}"
+                " ORDER BY room_code, idx"
+            )
+            # fetchall: a statement left unfinished would hold its snapshot open.
+            ((rows,),) = conn.execute("SELECT count(*) FROM temp.fold_rows").fetchall()
+            self.sorted, self.rows, self.copied = True, int(rows), 0
+            return False
+        if self.copied < self.rows:
+            # Rowids follow the sort (the copy was made in that order), from 1.
+            last = min(self.rows, self.copied + FOLD_ROWS)
+            conn.execute(
+                f"INSERT OR IGNORE INTO room_inputs ({_COLUMNS}) SELECT {_COLUMNS}"
+                " FROM temp.fold_rows WHERE rowid > ? AND rowid <= ? ORDER BY rowid",
+                (self.copied, last),
+            )
+            self.copied = last
+            return False
+        conn.execute(f"DELETE FROM {self.tail}")
+        conn.execute("DROP TABLE temp.fold_rows")
+        return True
 
 
 class SqliteAppender:
@@ -331,6 +315,7 @@ class SqliteAppender:
         conn = sqlite3.connect(self.path, timeout=FOLD_LOCK_WAIT_S, isolation_level=None)
         try:
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA temp_store=MEMORY")  # the sorted copy of a tail
             if self.prepare_fold is not None:
                 self.prepare_fold(conn)
             # Rows a crash left in the tail taking appends now are folded with it later;
@@ -340,7 +325,7 @@ class SqliteAppender:
                 # write from an old snapshot is refused as locked, whatever the wait.
                 other = _other(self.tail)
                 if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {other})").fetchall() == [(1,)]:
-                    self._fold = self._begin(conn, other)
+                    self._fold = self._begin(other)
                 self._looked = True
         except BaseException:
             conn.close()
@@ -361,7 +346,7 @@ class SqliteAppender:
                 with self._tail_lock:  # no append is under way in the tail given up
                     given_up, self.tail = self.tail, _other(self.tail)
                     self._unfolded = False
-                self._fold = self._begin(conn, given_up)
+                self._fold = self._begin(given_up)
             started = time.perf_counter()
             if self._fold.step(conn):
                 self._fold = None
@@ -379,16 +364,15 @@ class SqliteAppender:
             if conn is not None:  # a new connection next time: nothing of this one is left
                 conn.close()
                 conn = None
+                if self._fold is not None:
+                    self._fold.sorted = False  # its sorted rows went with the connection
             self._pause_until = time.monotonic() + pause
         return conn
 
-    def _begin(self, conn: sqlite3.Connection, tail: str) -> Fold:
-        """A fold of ``tail``: its slices from the codes it holds."""
-        counts = conn.execute(
-            f"SELECT substr(room_code, 1, 1), count(*) FROM {tail} GROUP BY 1 ORDER BY 1"
-        ).fetchall()
+    def _begin(self, tail: str) -> Fold:
+        """A fold of ``tail``."""
         self._fold_began = time.monotonic()
-        return Fold(tail, fold_slices([(str(c), int(n)) for c, n in counts]), self._fold_began)
+        return Fold(tail, self._fold_began)
 
 
 def _other(tail: str) -> str:

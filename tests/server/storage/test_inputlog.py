@@ -4,7 +4,6 @@ connection, durable when they return, clear when refused, readable after a resta
 from __future__ import annotations
 
 import asyncio
-import itertools
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -15,7 +14,7 @@ import pytest
 
 from server.recovery.log import Run
 from server.storage.inputlog import SqlInputLog
-from server.storage.sqlite_inputlog import ROWS_PER_STATEMENT, TAILS, SqliteAppender, fold_slices
+from server.storage.sqlite_inputlog import FOLD_ROWS, ROWS_PER_STATEMENT, TAILS, SqliteAppender
 from server.storage.store import RaceStore, StorageError
 
 LOG_TABLES = ("room_inputs", *TAILS)
@@ -240,48 +239,92 @@ async def test_a_drop_forgets_a_room_in_every_table(file_store: RaceStore) -> No
     assert stored_rows(path) == [("B", 0, 1, "b")]
 
 
-async def test_a_fold_runs_a_slice_at_a_time_and_appends_do_not_wait_for_it(
+async def test_a_fold_copies_a_few_hundred_rows_at_a_time_and_appends_do_not_wait_for_it(
     file_store: RaceStore,
 ) -> None:
-    """A fold of many rooms is several statements, each a range of room codes, on a thread
-    of its own: an append made while a slice is stopped in the middle is committed."""
+    """A fold sorts the tail on its own connection, then copies :data:`FOLD_ROWS` rows per
+    statement in key order, on a thread of its own: an append made while a copy is stopped
+    in the middle is committed."""
     path = file_store.sqlite_path
     assert path is not None
-    codes = [f"{first}{n}" for first in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" for n in range(5)]
+    rows = [(f"R{n % 97:02d}", n // 97, 1, f"x{n}") for n in range(2 * FOLD_ROWS + 10)]
     db = sqlite3.connect(path)
     with db:  # a tail left by a crash: folded as soon as the appender starts
         db.executemany(
-            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, 0, 1, ?)",
-            [(code, f"x{code}") for code in codes],
+            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)",
+            rows,
         )
     db.close()
     ran: list[str] = []
-    sliced = threading.Event()
+    copying = threading.Event()
     go_on = threading.Event()
 
     def trace(statement: str) -> None:
         ran.append(statement.split(" (")[0])
-        if statement.startswith("INSERT OR IGNORE") and not sliced.is_set():
-            sliced.set()
-            go_on.wait(10)  # the first slice waits until the append below is committed
+        if statement.startswith("INSERT OR IGNORE") and not copying.is_set():
+            copying.set()
+            go_on.wait(10)  # the first copy waits until the append below is committed
 
     log = SqlInputLog(file_store, fold_every_s=3600)
     appender = appender_of(log)
     appender.prepare_fold = lambda conn: conn.set_trace_callback(trace)
     try:
         await log.append([Run("first", 0, 1, ["f"])])
-        await eventually(sliced.is_set)
+        await eventually(copying.is_set)
         await asyncio.wait_for(log.append([Run("second", 0, 1, ["s"])]), 5)
         assert appender.folds == 0 and not go_on.is_set()
         go_on.set()
         await eventually(lambda: appender.folds == 1)
-        slices = [text for text in ran if text.startswith("INSERT OR IGNORE")]
-        assert 8 <= len(slices) <= 16, ran
-        assert ran[-1] == f"DELETE FROM {TAILS[1]}"
-        assert stored_rows(path, ["room_inputs"]) == sorted((c, 0, 1, f"x{c}") for c in codes)
+        copies = [text for text in ran if text.startswith("INSERT OR IGNORE")]
+        assert len(copies) == 3, ran
+        assert ran[-2:] == [f"DELETE FROM {TAILS[1]}", "DROP TABLE temp.fold_rows"]
+        assert stored_rows(path, ["room_inputs"]) == sorted(rows)
         assert stored_rows(path, [TAILS[0]]) == [("first", 0, 1, "f"), ("second", 0, 1, "s")]
     finally:
         go_on.set()
+        await log.close()
+
+
+async def test_a_fold_whose_connection_is_lost_part_way_sorts_again_and_loses_nothing(
+    file_store: RaceStore,
+) -> None:
+    path = file_store.sqlite_path
+    assert path is not None
+    rows = [(f"R{n % 31:02d}", n // 31, 1, f"x{n}") for n in range(3 * FOLD_ROWS)]
+    db = sqlite3.connect(path)
+    with db:
+        db.executemany(
+            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+    db.close()
+    ran: list[str] = []
+    failed: list[str] = []
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        conn.set_trace_callback(ran.append)
+
+        def interrupt() -> int:  # the second copy of the first connection breaks part way
+            copies = sum(text.startswith("INSERT OR IGNORE") for text in ran)
+            if copies == 2 and not failed:
+                failed.append(ran[-1])
+                return 1
+            return 0
+
+        conn.set_progress_handler(interrupt, 100)
+
+    log = SqlInputLog(file_store, fold_every_s=3600)
+    appender = appender_of(log)
+    appender.prepare_fold = prepare
+    try:
+        await log.append([Run("first", 0, 1, ["f"])])
+        await eventually(lambda: appender.folds == 1)
+        assert failed and failed[0].startswith("INSERT OR IGNORE")
+        assert sum(text.startswith("CREATE TEMP TABLE") for text in ran) == 2  # sorted again
+        assert stored_rows(path, ["room_inputs"]) == sorted(rows)
+        assert stored_rows(path, [TAILS[1]]) == []
+        assert appender.fold_problem is None
+    finally:
         await log.close()
 
 
@@ -328,81 +371,6 @@ async def test_a_fold_that_fails_is_said_and_tried_again_while_appends_go_on(
         assert stored_rows(path, ["room_inputs"]) == [("A", 0, 1, "a"), ("A", 1, 1, "b")]
     finally:
         db.close()
-        await log.close()
-
-
-@pytest.mark.parametrize("most", [1, 2, 16])
-def test_fold_slices_cover_every_code_in_at_most_the_slices_asked(most: int) -> None:
-    counts = [(c, 10 + 7 * (i % 3)) for i, c in enumerate("0123456789ABCDEFGHJKMNPQRSTVWXYZ")]
-    slices = fold_slices(counts, most)
-    assert 1 <= len(slices) <= most
-    assert slices[0][0] is None and slices[-1][1] is None
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(slices))
-
-    def holds(piece: tuple[str | None, str | None], code: str) -> bool:
-        low, high = piece
-        return (low is None or code >= low) and (high is None or code < high)
-
-    for code in ("", "0", "00", "5Z", "Z", "ZZZZZ", "a", "~"):
-        assert len([piece for piece in slices if holds(piece, code)]) == 1, code
-    if most == 16:  # about even: no slice holds more than twice its share
-        total = sum(n for _c, n in counts)
-        for piece in slices:
-            rows = sum(n for c, n in counts if holds(piece, c))
-            assert rows <= 2 * total / len(slices)
-
-
-def test_fold_slices_of_one_first_character_or_none_are_one_slice() -> None:
-    assert fold_slices([("Q", 500)]) == [(None, None)]
-    assert fold_slices([]) == [(None, None)]
-
-
-async def test_the_appender_writes_with_full_sync_in_wal_mode(file_store: RaceStore) -> None:
-    path = file_store.sqlite_path
-    assert path is not None
-    log = SqlInputLog(file_store)
-    try:
-        await log.append([Run("A", 0, 1, ["{}"])])
-        appender = log._appender
-        assert appender is not None
-        conn = appender._open()  # the connection the thread opened is set up the same way
-        try:
-            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-            assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
-        finally:
-            conn.close()
-    finally:
-        await log.close()
-
-
-async def test_an_in_memory_database_keeps_its_log_through_the_store(tmp_path: Path) -> None:
-    store = await RaceStore.connect("sqlite:///:memory:")
-    log = SqlInputLog(store)
-    try:
-        await log.append([Run("A", 0, 1, ['{"n":0}'])])
-        assert await log.read("A") == [(0, 1, '{"n":0}')]
-        assert appender_threads() == []
-    finally:
-        await log.close()
-        await store.close()
-
-
-async def test_an_append_keeps_every_character_of_its_entries(file_store: RaceStore) -> None:
-    """Quotes, escapes, newlines and any character come back byte for byte, and large
-    numbers stay numbers."""
-    path = file_store.sqlite_path
-    assert path is not None
-    log = SqlInputLog(file_store)
-    awkward = [
-        '{"name":"Zoë \\"the\\" ace","x":"tab\\there"}',
-        "plain text, not JSON at all: ' \" \\ é 🂡 \u2028 ?",
-    ]
-    try:
-        await log.append([Run("Q'1", 2**40, 2**53, awkward), Run("B", 0, 1, ["{}"])])
-        assert stored_rows(path) == [
-            ("B", 0, 1, "{}"), ("Q'1", 2**40, 2**53, "\n".join(awkward)),
-        ]
-    finally:
         await log.close()
 
 
