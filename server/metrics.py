@@ -147,7 +147,7 @@ class Metrics:
         )
         self.log_fold_step_seconds = Histogram(
             "tripeaks_log_fold_step_seconds",
-            "Time of one step of the input log's fold (an append may wait for one)",
+            "Time of one step of the input log's fold (a commit waits only for a copy)",
             buckets=_COMMIT_BUCKETS,
             registry=reg,
         )

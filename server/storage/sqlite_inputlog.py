@@ -77,6 +77,8 @@ FOLD_ROWS: Final = 256
 #: and how long it then pauses before it is tried again.
 FOLD_LOCK_WAIT_S: Final = 0.02
 FOLD_BUSY_PAUSE_S: Final = 0.05
+#: How long a fold's write waits for a commit to follow (it goes just after one).
+FOLD_GAP_WAIT_S: Final = 0.05
 _COLUMNS: Final = "room_code, idx, epoch, input_json"
 
 
@@ -108,6 +110,11 @@ class Fold:
         self.sorted = False
         self.rows = 0
         self.copied = 0
+
+    @property
+    def writes_next(self) -> bool:
+        """Whether the next step takes the database's write lock (sorting does not)."""
+        return self.sorted
 
     def step(self, conn: sqlite3.Connection) -> bool:
         """Run the next statement of the fold on ``conn``; True once the tail is empty.
@@ -177,6 +184,8 @@ class SqliteAppender:
         self._unfolded = False
         #: Set to wake the folding thread (an append, or the close).
         self._wake = threading.Event()
+        #: Set after each commit: the fold's writes go in the gap before the next one.
+        self._committed = threading.Event()
         self._stopping = False
         # ---- the folding thread's own (read elsewhere only by tests and the metrics) ----
         #: The fold under way, if any; when the last one began (monotonic clock).
@@ -264,6 +273,7 @@ class SqliteAppender:
                 if not self._unfolded:
                     self._unfolded = True
                     self._wake.set()
+            self._committed.set()
         except Exception as exc:  # whatever it is, the waiting append gets it
             error = StorageError(f"cannot append to the input log of {self.url}: {exc}")
             error.__cause__ = exc
@@ -347,6 +357,12 @@ class SqliteAppender:
                     given_up, self.tail = self.tail, _other(self.tail)
                     self._unfolded = False
                 self._fold = self._begin(given_up)
+            if self._fold.writes_next:
+                # Right after a commit: the next comes at least the journal's gap later,
+                # so a copy of a millisecond or two rarely holds one up.  Without commits
+                # (a quiet server) it goes on after a short wait.
+                self._committed.clear()
+                self._committed.wait(FOLD_GAP_WAIT_S)
             started = time.perf_counter()
             if self._fold.step(conn):
                 self._fold = None
