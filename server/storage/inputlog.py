@@ -19,6 +19,8 @@ fenced.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
@@ -192,6 +194,21 @@ class SqlInputLog:
         """Delete these rooms' entries in one transaction."""
         if not rooms:
             return
-        async with self.store.writing() as conn:
-            for table in _TABLES:
-                await conn.execute(table.delete().where(table.c.room_code.in_(list(rooms))))
+        appender, loop = self._appender, asyncio.get_running_loop()
+        if appender is not None:
+            # A fold holding a sorted copy of their rows must not copy them back.
+            await loop.run_in_executor(None, appender.forget, list(rooms))
+        try:
+            async with self.store.writing() as conn:
+                for table in _TABLES:
+                    await conn.execute(
+                        table.delete().where(table.c.room_code.in_(list(rooms)))
+                    )
+        except BaseException:
+            if appender is not None:
+                await loop.run_in_executor(None, appender.unforget, list(rooms))
+            raise
+        if appender is not None:
+            await loop.run_in_executor(
+                None, functools.partial(appender.forget, list(rooms), deleted=True)
+            )

@@ -186,6 +186,12 @@ class SqliteAppender:
         self._wake = threading.Event()
         #: Set after each commit: the fold's writes go in the gap before the next one.
         self._committed = threading.Event()
+        #: Rooms being dropped (:meth:`forget`), each with whether its rows are deleted
+        #: yet, and those already taken out of the fold's sorted copy: a fold must not copy
+        #: their rows back.  Under the fold lock, which each step of a fold holds.
+        self._fold_lock = threading.Lock()
+        self._dropped: dict[str, bool] = {}
+        self._filtered: set[str] = set()
         self._stopping = False
         # ---- the folding thread's own (read elsewhere only by tests and the metrics) ----
         #: The fold under way, if any; when the last one began (monotonic clock).
@@ -244,6 +250,32 @@ class SqliteAppender:
             self._stopping = True
             self._wake.set()
             await loop.run_in_executor(None, folder.join)  # after the step under way
+
+    def forget(self, rooms: Sequence[str], *, deleted: bool = False) -> None:
+        """These rooms are being dropped: once this returns (it waits for a fold step under
+        way), no fold copies their rows into ``room_inputs`` until a fold sorts the tail
+        after they were deleted.  Call it before deleting their rows, and again with
+        ``deleted`` once they are.  Blocks: call it off the event loop.
+
+        (A new room given the same code in between, a chance of one in millions a
+        second, would lose what the fold holds of its first second.)"""
+        with self._fold_lock:
+            for room in rooms:
+                if deleted:
+                    if room in self._dropped:
+                        self._dropped[room] = True
+                else:
+                    self._dropped[room] = False
+
+    def unforget(self, rooms: Sequence[str]) -> None:
+        """Their rows were not deleted after all (the drop failed): a fold folds them
+        again, sorting its tail anew if it had taken them out of its sorted copy."""
+        with self._fold_lock:
+            for room in rooms:
+                self._dropped.pop(room, None)
+                if room in self._filtered and self._fold is not None:
+                    self._fold.sorted = False
+            self._filtered.difference_update(rooms)
 
     # ---- on the appender's thread ------------------------------------------------
     def _serve(self) -> None:
@@ -364,13 +396,25 @@ class SqliteAppender:
                 self._committed.clear()
                 self._committed.wait(FOLD_GAP_WAIT_S)
             started = time.perf_counter()
-            if self._fold.step(conn):
-                self._fold = None
-                self.folds += 1
+            with self._fold_lock:
+                if not self._fold.sorted:  # rooms deleted before this sort are not in it
+                    for room in [room for room, done in self._dropped.items() if done]:
+                        del self._dropped[room]
+                    self._filtered.clear()
+                elif self._dropped.keys() - self._filtered:
+                    rooms = sorted(self._dropped.keys() - self._filtered)
+                    marks = ", ".join("?" * len(rooms))
+                    conn.execute(
+                        f"DELETE FROM temp.fold_rows WHERE room_code IN ({marks})", rooms
+                    )
+                    self._filtered.update(rooms)
+                if self._fold.step(conn):
+                    self._fold = None
+                    self.folds += 1
             self.fold_problem = None
             if self.on_fold_step is not None:
                 self.on_fold_step(time.perf_counter() - started)
-        except sqlite3.Error as exc:
+        except Exception as exc:  # whatever it is, the fold is tried again
             pause = FOLD_BUSY_PAUSE_S
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 self.folds_busy += 1

@@ -285,6 +285,49 @@ async def test_a_fold_copies_a_few_hundred_rows_at_a_time_and_appends_do_not_wai
         await log.close()
 
 
+async def test_a_room_dropped_while_a_fold_holds_its_sorted_rows_is_not_copied_back(
+    file_store: RaceStore,
+) -> None:
+    """Without care the fold would copy a closed room's rows back into ``room_inputs``
+    after its drop, and a restart would resume the room from a log missing its end."""
+    path = file_store.sqlite_path
+    assert path is not None
+    rows = [(room, n, 1, f"{room}{n}") for room in ("A", "B") for n in range(FOLD_ROWS + 50)]
+    db = sqlite3.connect(path)
+    with db:  # a tail left by a crash: folded as soon as the appender starts
+        db.executemany(
+            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+    db.close()
+    copying = threading.Event()
+    go_on = threading.Event()
+
+    def trace(statement: str) -> None:
+        if statement.startswith("INSERT OR IGNORE") and not copying.is_set():
+            copying.set()
+            go_on.wait(10)  # the first copy (A's rows) waits until the drop below began
+
+    log = SqlInputLog(file_store, fold_every_s=3600)
+    appender = appender_of(log)
+    appender.prepare_fold = lambda conn: conn.set_trace_callback(trace)
+    try:
+        await log.append([Run("C", 0, 1, ["c"])])
+        await eventually(copying.is_set)
+        drop = asyncio.ensure_future(log.drop(["B"]))
+        await asyncio.sleep(0.2)
+        assert not drop.done()  # it waits for the step under way
+        go_on.set()
+        await asyncio.wait_for(drop, 10)
+        await eventually(lambda: appender.folds == 1)
+        assert stored_rows(path, ["room_inputs"]) == [r for r in rows if r[0] == "A"]
+        assert await log.read("B") == []
+        assert await log.rooms() == ["A", "C"]
+    finally:
+        go_on.set()
+        await log.close()
+
+
 async def test_a_fold_whose_connection_is_lost_part_way_sorts_again_and_loses_nothing(
     file_store: RaceStore,
 ) -> None:
