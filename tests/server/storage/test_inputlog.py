@@ -54,6 +54,16 @@ def stored_rows(path: Path, tables: Sequence[str] = LOG_TABLES) -> list[tuple[st
         conn.close()
 
 
+def left_in(path: Path, table: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
+    """``rows`` written into ``table`` by another process, as a crash would leave them."""
+    db = sqlite3.connect(path)
+    with db:
+        db.executemany(
+            f"INSERT INTO {table} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)", rows
+        )
+    db.close()
+
+
 def appender_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "input-log-appender"]
 
@@ -192,13 +202,9 @@ async def test_rows_a_crash_left_in_a_tail_and_in_room_inputs_are_read_once_then
     them all."""
     path = file_store.sqlite_path
     assert path is not None
-    db = sqlite3.connect(path)
-    with db:
-        insert = "INSERT INTO {} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)"
-        db.executemany(insert.format("room_inputs"), [("A", 0, 1, "a0\na1")])
-        db.executemany(insert.format(TAILS[1]), [("A", 0, 1, "a0\na1"), ("A", 2, 1, "a2")])
-        db.executemany(insert.format(TAILS[0]), [("B", 0, 2, "b0"), ("A", 3, 2, "a3")])
-    db.close()
+    left_in(path, "room_inputs", [("A", 0, 1, "a0\na1")])
+    left_in(path, TAILS[1], [("A", 0, 1, "a0\na1"), ("A", 2, 1, "a2")])
+    left_in(path, TAILS[0], [("B", 0, 2, "b0"), ("A", 3, 2, "a3")])
     log = SqlInputLog(file_store, fold_every_s=0)
     try:
         expected = [(0, 1, "a0"), (1, 1, "a1"), (2, 1, "a2"), (3, 2, "a3")]
@@ -248,13 +254,7 @@ async def test_a_fold_copies_a_few_hundred_rows_at_a_time_and_appends_do_not_wai
     path = file_store.sqlite_path
     assert path is not None
     rows = [(f"R{n % 97:02d}", n // 97, 1, f"x{n}") for n in range(2 * FOLD_ROWS + 10)]
-    db = sqlite3.connect(path)
-    with db:  # a tail left by a crash: folded as soon as the appender starts
-        db.executemany(
-            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)",
-            rows,
-        )
-    db.close()
+    left_in(path, TAILS[1], rows)  # a tail a crash left: folded as soon as the log starts
     ran: list[str] = []
     copying = threading.Event()
     go_on = threading.Event()
@@ -293,13 +293,7 @@ async def test_a_room_dropped_while_a_fold_holds_its_sorted_rows_is_not_copied_b
     path = file_store.sqlite_path
     assert path is not None
     rows = [(room, n, 1, f"{room}{n}") for room in ("A", "B") for n in range(FOLD_ROWS + 50)]
-    db = sqlite3.connect(path)
-    with db:  # a tail left by a crash: folded as soon as the appender starts
-        db.executemany(
-            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)",
-            rows,
-        )
-    db.close()
+    left_in(path, TAILS[1], rows)  # a tail a crash left: folded as soon as the log starts
     copying = threading.Event()
     go_on = threading.Event()
 
@@ -334,13 +328,7 @@ async def test_a_fold_whose_connection_is_lost_part_way_sorts_again_and_loses_no
     path = file_store.sqlite_path
     assert path is not None
     rows = [(f"R{n % 31:02d}", n // 31, 1, f"x{n}") for n in range(3 * FOLD_ROWS)]
-    db = sqlite3.connect(path)
-    with db:
-        db.executemany(
-            f"INSERT INTO {TAILS[1]} (room_code, idx, epoch, input_json) VALUES (?, ?, ?, ?)",
-            rows,
-        )
-    db.close()
+    left_in(path, TAILS[1], rows)
     ran: list[str] = []
     failed: list[str] = []
 
