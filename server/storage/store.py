@@ -515,12 +515,13 @@ def _hide_password(url: str) -> str:
 
 def _same(stored: RaceRecord, record: RaceRecord) -> bool:
     """Whether ``record`` is the race ``stored`` holds.  A record without its par is the
-    stored race with one: a room rebuilt from its input log after a restart hands its
-    finished races to storage again, and the replay never solves for par."""
+    stored race with one, and with the par's line for its ``solution`` (the dealer's line
+    before): a room rebuilt from its input log after a restart hands its finished races to
+    storage again, and the replay never solves for par."""
     given = json.loads(json.dumps(record.to_json()))  # a tuple in the options is a list
     kept = stored.to_json()
-    if record.par is None:
-        kept["par"] = None
+    if record.par is None and stored.par is not None:
+        kept["par"], kept["solution"] = None, given.get("solution")
     return bool(kept == given)
 
 

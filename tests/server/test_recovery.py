@@ -163,18 +163,28 @@ async def test_a_move_is_logged_before_its_answer_reaches_the_client(tmp_path: P
 async def test_a_room_whose_race_was_stored_comes_back_healthy_after_a_crash(
     tmp_path: Path,
 ) -> None:
-    """The rebuilt room hands its finished race to storage again, without its par (a replay
-    never solves): that is the race already stored, not a clash."""
+    """The rebuilt room hands its finished race to storage again, without its par and with
+    the dealer's line (a replay never solves): that is the race already stored with the
+    par's line, not a clash."""
     db, port = f"sqlite:///{tmp_path / 'races.db'}", free_port()
     proc = await start(db, port, tmp_path)
     try:
-        (ann,), _ = await open_room(f"ws://127.0.0.1:{port}/ws", ["ann"], practice_seed=SEED)
+        # Fresh deals (a practice seed's line is already a par line), ann giving up each,
+        # until the dealer's line of one has more draws than its par's line.
+        (ann,), _ = await open_room(f"ws://127.0.0.1:{port}/ws", ["ann"])
         await ann.send(m.Start())
-        await ann.expect(m.RaceStart)
-        for seq, step in enumerate(LINE, 1):
-            assert (await ann.request(move_request(seq, step), m.MoveResult)).accepted
-        over = await ann.expect(m.RaceOver)
-        assert over.saved and over.par is not None
+        races: list[m.RaceOver] = []
+        for _ in range(12):
+            await ann.expect(m.RaceStart)
+            await ann.send(m.Resign())
+            over = await ann.expect(m.RaceOver)
+            assert over.saved and over.par is not None and over.solution and over.seed
+            races.append(over)
+            dealer = deal_for_seed(over.seed, Rules(), with_par=False).solution
+            if len(dealer) != len(over.solution):
+                break
+            await ann.send(m.Rematch())
+        assert len(dealer) != len(over.solution), "every deal's first line was a par line"
         await stop(proc, signal.SIGKILL)
         proc = await start(db, port, tmp_path)
         url = f"http://127.0.0.1:{port}"
@@ -182,15 +192,17 @@ async def test_a_room_whose_race_was_stored_comes_back_healthy_after_a_crash(
             for _ in range(200):  # the rebuilt room's record goes to the writer
                 async with http.get(f"{url}/metrics") as resp:
                     metrics = await resp.text()
-                if "tripeaks_races_stored_total 1.0" in metrics:
+                if f"tripeaks_races_stored_total {len(races)}.0" in metrics:
                     break
                 await asyncio.sleep(0.05)
-            assert "tripeaks_races_stored_total 1.0" in metrics
+            assert f"tripeaks_races_stored_total {len(races)}.0" in metrics
             assert "tripeaks_storage_errors_total 0.0" in metrics
             async with http.get(f"{url}/healthz") as resp:
                 assert (await resp.json())["status"] == "ok"
-            async with http.get(f"{url}/api/races/{over.race_id}") as resp:
-                assert (await resp.json())["par"] == over.par
+            for race in races:
+                async with http.get(f"{url}/api/races/{race.race_id}") as resp:
+                    stored = await resp.json()
+                assert (stored["par"], len(stored["solution"])) == (race.par, len(race.solution))
     finally:
         if proc.returncode is None:
             await stop(proc, signal.SIGTERM)

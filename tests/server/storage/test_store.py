@@ -169,12 +169,15 @@ async def test_a_race_stored_with_its_par_is_the_same_as_its_record_without_par(
     """A room rebuilt from its input log hands its finished races to storage again, without
     the par (a replay never solves): the stored race, par and all, stays as it is."""
     record = make_record("replayed")
-    with_par = dataclasses.replace(record, par=17)
+    assert record.solution
+    with_par = dataclasses.replace(record, par=17, solution=tuple(reversed(record.solution)))
     await store.save_race(with_par)
-    await store.save_race(dataclasses.replace(record, par=None))
+    await store.save_race(dataclasses.replace(record, par=None))  # the dealer's line
     assert await store.get_race("replayed") == with_par
     with pytest.raises(DuplicateRaceError):  # a different par is another race
         await store.save_race(dataclasses.replace(record, par=16))
+    with pytest.raises(DuplicateRaceError):  # and so is anything else that differs
+        await store.save_race(dataclasses.replace(record, par=None, room_name="other"))
 
 
 async def test_a_record_that_breaks_midway_stores_nothing(store: RaceStore) -> None:
