@@ -32,28 +32,25 @@ from server.storage.sqlite_inputlog import FOLD_EVERY_S, TAILS, Row, SqliteAppen
 from server.storage.store import RaceStore, StorageError
 
 metadata: Final = sa.MetaData()
-room_inputs: Final = sa.Table(
-    "room_inputs",
-    metadata,
-    sa.Column("room_code", sa.Text, primary_key=True),
-    sa.Column("idx", sa.Integer, primary_key=True),
-    sa.Column("epoch", sa.BigInteger, nullable=False),
-    sa.Column("input_json", sa.Text, nullable=False),
-)
-#: Where a SQLite file's appends go first, in the order they come (no key: appending
-#: touches a page or two); :mod:`server.storage.sqlite_inputlog` folds them into
-#: ``room_inputs``.
-room_input_tails: Final = tuple(
-    sa.Table(
+
+
+def _log_table(name: str, *, keyed: bool) -> sa.Table:
+    """A table of the log's rows, keyed by room and index or (a tail) not keyed at all."""
+    return sa.Table(
         name,
         metadata,
-        sa.Column("room_code", sa.Text, nullable=False),
-        sa.Column("idx", sa.Integer, nullable=False),
+        sa.Column("room_code", sa.Text, primary_key=keyed, nullable=False),
+        sa.Column("idx", sa.Integer, primary_key=keyed, nullable=False),
         sa.Column("epoch", sa.BigInteger, nullable=False),
         sa.Column("input_json", sa.Text, nullable=False),
     )
-    for name in TAILS
-)
+
+
+room_inputs: Final = _log_table("room_inputs", keyed=True)
+#: Where a SQLite file's appends go first, in the order they come (no key: appending
+#: touches a page or two); :mod:`server.storage.sqlite_inputlog` folds them into
+#: ``room_inputs``.
+room_input_tails: Final = tuple(_log_table(name, keyed=False) for name in TAILS)
 _TABLES: Final = (room_inputs, *room_input_tails)
 
 

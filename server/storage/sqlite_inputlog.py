@@ -100,11 +100,10 @@ class Fold:
     order, then the tail emptied.  A connection lost part way (a failed step) loses the
     sorted copy: the fold sorts again, and what was copied already is skipped."""
 
-    __slots__ = ("began", "copied", "rows", "sorted", "tail")
+    __slots__ = ("copied", "rows", "sorted", "tail")
 
-    def __init__(self, tail: str, began: float):
+    def __init__(self, tail: str):
         self.tail = tail
-        self.began = began
         #: Whether the fold's connection holds the sorted rows; how many, and how many of
         #: them are copied.
         self.sorted = False
@@ -432,7 +431,7 @@ class SqliteAppender:
     def _begin(self, tail: str) -> Fold:
         """A fold of ``tail``."""
         self._fold_began = time.monotonic()
-        return Fold(tail, self._fold_began)
+        return Fold(tail)
 
 
 def _other(tail: str) -> str:
