@@ -161,15 +161,10 @@ def run_window(
     return result
 
 
-def log_commits(metrics_url: str) -> tuple[int, int]:
-    """The server's input log commits so far, and how many of them took over 50 ms (from
-    ``tripeaks_log_commit_seconds``; 0 and 0 before the first)."""
-    return log_figures(metrics_url)[:2]
-
-
 def log_figures(metrics_url: str) -> tuple[int, int, int, int]:
-    """The input log's commits and those over 50 ms, then its fold steps and those over
-    10 ms (``tripeaks_log_fold_step_seconds``), so far."""
+    """The server's input log commits so far and those over 50 ms (from
+    ``tripeaks_log_commit_seconds``), then its fold steps and those over 10 ms (from
+    ``tripeaks_log_fold_step_seconds``); zeros before the first of each."""
     with urllib.request.urlopen(metrics_url, timeout=10) as response:
         return parse_log_figures(response.read().decode())
 

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.echo_server import make_app
 from bench.load import burst_figures
 from bench.load_game import move_frame
-from bench.load_run import WindowResult, log_commits, parse_log_figures
+from bench.load_run import WindowResult, log_figures, parse_log_figures
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol.wire import codec
@@ -225,7 +225,7 @@ def _histogram(text: str, name: str, bound: str) -> tuple[int, int]:
     return int(count), int(count - within)
 
 
-async def test_log_commits_reads_the_servers_commit_and_fold_histograms(tmp_path: Path) -> None:
+async def test_log_figures_reads_the_servers_commit_and_fold_histograms(tmp_path: Path) -> None:
     async with running_server(tmp_path) as server:
         (ann,), _state = await open_room(server.ws_url, ["ann"], practice_seed="42")
         await ann.send(m.Start())
@@ -233,7 +233,7 @@ async def test_log_commits_reads_the_servers_commit_and_fold_histograms(tmp_path
         await ann.request(move_request(1, "draw"), m.MoveResult)
         await asyncio.sleep(0.6)  # the progress flush (a logged timer) has come and gone
         url = f"{server.url}/metrics"
-        total, slow = await asyncio.to_thread(log_commits, url)
+        total, slow, _steps, _slow_steps = await asyncio.to_thread(log_figures, url)
         journal = server.hub.journal
         assert journal is not None and 1 <= total == journal.commits
         async with aiohttp.ClientSession() as http:
