@@ -44,6 +44,7 @@ from server.config import Settings
 from server.daily import DailyService
 from server.ghosts import ghosts_for_room
 from server.hub_deals import Dealing
+from server.hub_flushes import FlushSlots
 from server.hub_hello import Hellos
 from server.hub_messages import Call, Messages
 from server.hub_races import Races
@@ -57,6 +58,7 @@ from server.race.outputs import (
     CloseRoom,
     DealRequest,
     Detach,
+    FlushDue,
     LoadGhosts,
     LobbyOutput,
     Output,
@@ -174,6 +176,10 @@ class Hub:
         # One clock for everything: unix milliseconds that never go backwards.
         self._clock_offset_ms = time.time() * 1000 - loop.time() * 1000
         self._loop = loop
+        #: The rooms whose progress flush is due, by slot of time.
+        self.flushes: FlushSlots[RoomHandle] = FlushSlots(
+            loop, lambda at_ms: (at_ms - self._clock_offset_ms) / 1000, self._flush_slot
+        )
         #: The daily deal (its clock is this hub's).
         self.daily = DailyService(store, self.dealing.deal_in_pool, self.now_ms)
         self.races = Races(self)
@@ -329,6 +335,7 @@ class Hub:
             ToSpectators: self._frame_for_spectators,
             Snapshot: self._frame,
             SetTimer: lambda handle, out: self._set_timer(handle, out.name, out.at_ms),
+            FlushDue: lambda handle, out: self.flushes.add(handle, out.at_ms),
             CancelTimer: self._cancel_timer,
             DealRequest: lambda handle, out: self.spawn(self.dealing.deal(handle, out)),
             LoadGhosts: lambda handle, out: self.spawn(
@@ -492,6 +499,23 @@ class Hub:
                     self.enter(handle, inputs.TimerFired(name, now))
         except Exception:
             logs.failure("timer_failed", room=handle.room.code, timer=name)
+
+    def _flush_slot(self, slot_ms: int, handles: list[RoomHandle]) -> None:
+        """The progress flushes of one slot (:mod:`server.hub_flushes`), in one batch: not
+        inputs, so not logged; a room closed or handed to another node is skipped."""
+        if self.closing:
+            return
+        now = max(self.now_ms(), slot_ms)
+        current = self.handles
+        with self.batch:
+            for handle in handles:
+                room = handle.room
+                if room.closed or current.get(room.code) is not handle:
+                    continue
+                try:
+                    self.run(handle, room.flush_progress(now))
+                except Exception:
+                    logs.failure("progress_flush_failed", room=room.code)
 
     def drop_room(self, code: str) -> list[Connection]:
         """Forget room ``code`` without ending its race: another node holds it now (cluster

@@ -18,6 +18,7 @@ from typing import Protocol
 from protocol.wire.errors import CloseCode
 from server import logs
 from server.config import Settings
+from server.hub_flushes import FlushSlots
 from server.hub_races import Races
 from server.hub_rooms import RoomHandle
 from server.race import inputs
@@ -38,6 +39,7 @@ class Shell(Protocol):
     races: Races
     tasks: set[asyncio.Task[None]]
     closing: bool
+    flushes: FlushSlots[RoomHandle]
 
     @property
     def writer(self) -> ResultWriter: ...
@@ -60,6 +62,7 @@ async def shut_down(hub: Shell) -> None:
     if hub.closing:
         return
     hub.closing = True
+    hub.flushes.close()
     _wind_up(hub, hub.now_ms())
     hub.races.save_without_par()
     if hub.journal is not None:

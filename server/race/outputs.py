@@ -68,6 +68,19 @@ class SetTimer:
 
 
 @dataclass(frozen=True, slots=True)
+class FlushDue:
+    """Call :meth:`Room.flush_progress` at ``at_ms`` (or a little later).
+
+    Not a timer: a flush only sends (the progress line, the spectator boards)
+    and changes nothing a replay of the room's input log must rebuild, so the
+    shell does not log it and may run the flushes of many rooms together
+    (:mod:`server.hub_flushes`).
+    """
+
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class CancelTimer:
     name: str
 
@@ -143,6 +156,7 @@ Output = (
     | ToPlayers
     | ToSpectators
     | SetTimer
+    | FlushDue
     | CancelTimer
     | DealRequest
     | LoadGhosts

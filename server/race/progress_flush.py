@@ -2,8 +2,14 @@
 
 A move only marks its racer; the flush (the ``progress`` line and the
 spectator boards, built by :mod:`server.race.progress`) goes out at most once
-per progress interval, on the :data:`~server.race.room_timers.PROGRESS_TIMER`
-the first mark after a flush sets.  Pure like the room that owns it.
+per progress interval, when the shell calls it back for the
+:class:`~server.race.outputs.FlushDue` the first mark after a flush asks for.
+Pure like the room that owns it.
+
+What this bookkeeping holds is about what was sent, not about the race: the
+shell does not log flushes, so a room rebuilt from its input log has it as the
+marks left it, and :meth:`server.race.race_cycle.RaceCycle._restart_timers`
+asks for the next flush afresh.
 """
 
 from __future__ import annotations
@@ -12,10 +18,9 @@ from collections.abc import Collection, Mapping, Sequence
 
 from protocol.wire.messages import RoomOptions
 from server.race.ghost import GhostRun, ghost_members
-from server.race.outputs import Output, SetTimer
+from server.race.outputs import FlushDue, Output
 from server.race.progress import boards_wanted, progress_frames
 from server.race.race import Race
-from server.race.room_timers import PROGRESS_TIMER
 from server.race.room_types import Identity, Seat
 from server.race.spectate import BoardsShown
 
@@ -38,13 +43,13 @@ class ProgressFlush:
         self.shown = BoardsShown()
 
     def mark(self, player_id: str, now_ms: int) -> list[Output]:
-        """``player_id`` changed: the flush timer, if no flush is due yet."""
+        """``player_id`` changed: the next flush, if none is due yet."""
         self.dirty.add(player_id)
         if self.due_ms is not None:
             return []
         due = max(now_ms, self.last_ms + self.interval_ms)
         self.due_ms = due
-        return [SetTimer(PROGRESS_TIMER, due)]
+        return [FlushDue(due)]
 
     def new_race(self) -> None:
         """A race starts: nothing of it was flushed or shown yet."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-#: The next progress flush (:class:`server.race.progress_flush.ProgressFlush`).
+#: The progress flush as input logs written before 2026-12-04 hold it; a room asks for
+#: its flushes with :class:`~server.race.outputs.FlushDue` now, and they are not logged.
 PROGRESS_TIMER: Final = "progress"
 #: The end of the countdown: the race starts.
 COUNTDOWN_TIMER: Final = "countdown"

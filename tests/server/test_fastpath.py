@@ -43,12 +43,11 @@ from protocol.wire.fast import (
     move_result_msgpack,
     resent,
 )
-from server.race.outputs import Output, SetTimer, ToPlayers
+from server.race.outputs import FlushDue, Output, ToPlayers
 from server.race.race import Race, SeqOutOfOrder
 from server.race.ratelimit import CreditBucket
 from server.race.records import MoveLogEntry
 from server.race.room import Room
-from server.race.room_timers import PROGRESS_TIMER
 from server.race.room_types import Fresh, Identity, RoomTimings
 from server.transport.connection import Connection, Transport
 from server.transport.framing import WriteBatch, frame_header
@@ -459,7 +458,7 @@ def test_spending_a_credit_is_a_refill_then_a_spend(
         assert fast == slow
 
 
-def test_only_the_first_move_after_a_flush_sets_the_progress_timer_and_a_win_still_ends() -> None:
+def test_only_the_first_move_after_a_flush_asks_for_the_next_one_and_a_win_still_ends() -> None:
     host = Identity("h", "host")
     room = Room("ABCD", m.RoomOptions(countdown_s=0, undo=m.UndoPolicy.FREE), host, 0,
                 RoomTimings(progress_interval_ms=250))
@@ -467,7 +466,7 @@ def test_only_the_first_move_after_a_flush_sets_the_progress_timer_and_a_win_sti
     room.deal_ready(1, DEALT, 0)
     assert room.phase is m.Phase.RACING
     answer, outputs = room.answer_move("h", 1, m.MoveAction.DRAW, None, 10)
-    assert answer[REASON] is None and list(outputs) == [SetTimer(PROGRESS_TIMER, 250)]
+    assert answer[REASON] is None and list(outputs) == [FlushDue(250)]
     assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 20)[1] == ()
     assert room.answer_move("h", 2, m.MoveAction.UNDO, None, 30)[1] == ()  # a resend
     refused = room.answer_move("h", 3, m.MoveAction.UNDO, None, 40)
@@ -475,10 +474,10 @@ def test_only_the_first_move_after_a_flush_sets_the_progress_timer_and_a_win_sti
     with pytest.raises(ProtocolError) as skipped:
         room.answer_move("h", 9, m.MoveAction.DRAW, None, 50)
     assert skipped.value.code is ErrorCode.SEQ_OUT_OF_ORDER and skipped.value.seq == 9
-    assert room.on_timer(PROGRESS_TIMER, 250)  # the flush
-    assert list(room.answer_move("h", 4, m.MoveAction.DRAW, None, 260)[1]) == [
-        SetTimer(PROGRESS_TIMER, 500)
-    ]
+    assert room.flush_progress(249) == []  # not due yet
+    assert room.flush_progress(250)  # the flush
+    assert room.flush_progress(251) == []  # made already
+    assert list(room.answer_move("h", 4, m.MoveAction.DRAW, None, 260)[1]) == [FlushDue(500)]
     assert room.answer_move("h", 5, m.MoveAction.UNDO, None, 270)[0][REASON] is None  # back
     last: list[Output] = []
     for seq, move in enumerate(DEALT.solution, start=6):

@@ -13,7 +13,14 @@ from protocol.rules.game import DRAW, Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
 from server.ids import ROOM_CODE_ALPHABET, normalize_room_code, room_code
-from server.race.outputs import DealRequest, Output, SetTimer, ToPlayers, ToSpectators
+from server.race.outputs import (
+    DealRequest,
+    FlushDue,
+    Output,
+    SetTimer,
+    ToPlayers,
+    ToSpectators,
+)
 from server.race.race import Race
 from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.race.room import Room
@@ -24,8 +31,13 @@ ROOT = Path(__file__).resolve().parents[3]
 DEALT = deal_for_seed("42", Rules())
 
 
+#: :class:`Clockwork`'s name for the progress flush a room asked for.
+FLUSH = "(progress flush)"
+
+
 class Clockwork:
-    """Drives a Room like the shell does, on a simulated clock."""
+    """Drives a Room like the shell does, on a simulated clock (a due progress flush
+    is kept as a timer named :data:`FLUSH`)."""
 
     def __init__(self, room: Room, now: int = 0) -> None:
         self.room = room
@@ -37,6 +49,8 @@ class Clockwork:
         for out in outputs:
             if isinstance(out, SetTimer):
                 self.timers[out.name] = out.at_ms
+            elif isinstance(out, FlushDue):
+                self.timers[FLUSH] = out.at_ms
             elif isinstance(out, DealRequest):
                 self.feed(self.room.deal_ready(out.ticket, DEALT, self.now))
             else:
@@ -50,7 +64,10 @@ class Clockwork:
             at, name = due[0]
             del self.timers[name]
             self.now = max(self.now, at)
-            self.feed(self.room.on_timer(name, self.now))
+            if name == FLUSH:
+                self.feed(self.room.flush_progress(self.now))
+            else:
+                self.feed(self.room.on_timer(name, self.now))
         self.now = to
 
 

@@ -10,10 +10,12 @@ from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.errors import ProtocolError
-from server.race.outputs import DealRequest, Output, SetTimer
+from server.race.outputs import DealRequest, FlushDue, Output, SetTimer
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity, RoomTimings
 
+#: The progress flush a room asked for, kept among the timers.
+FLUSH = "(progress flush)"
 DEALT = deal_for_seed("fuzz", Rules())
 PLAYERS = [Identity(f"p{n}", f"player{n}") for n in range(5)]
 
@@ -49,6 +51,8 @@ def test_any_sequence_of_inputs_leaves_the_room_consistent(seed: int) -> None:
         for out in outputs:
             if isinstance(out, SetTimer):
                 timers[out.name] = out.at_ms
+            elif isinstance(out, FlushDue):
+                timers[FLUSH] = out.at_ms
             elif isinstance(out, DealRequest):
                 deals.append(out)
 
@@ -102,7 +106,8 @@ def test_any_sequence_of_inputs_leaves_the_room_consistent(seed: int) -> None:
                 for name, at in sorted(timers.items(), key=lambda item: item[1]):
                     if at <= now:
                         del timers[name]
-                        apply(room.on_timer(name, now))
+                        flushed = name == FLUSH
+                        apply(room.flush_progress(now) if flushed else room.on_timer(name, now))
         except ProtocolError:
             pass  # a refusal is a fine answer; anything else fails the test
         if room.closed:
