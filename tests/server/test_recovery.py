@@ -23,7 +23,7 @@ from protocol.wire.errors import CloseCode
 from server.race.lobby import token_digest
 from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore, StorageError
-from tests.serverutil import connect, move_request, open_room, running_server
+from tests.serverutil import TestClient, connect, move_request, open_room, running_server
 
 SEED = "42"
 LINE = deal_for_seed(SEED, Rules()).solution
@@ -203,6 +203,49 @@ async def test_a_room_whose_race_was_stored_comes_back_healthy_after_a_crash(
                 async with http.get(f"{url}/api/races/{race.race_id}") as resp:
                     stored = await resp.json()
                 assert (stored["par"], len(stored["solution"])) == (race.par, len(race.solution))
+    finally:
+        if proc.returncode is None:
+            await stop(proc, signal.SIGTERM)
+
+
+async def progress_showing(client: TestClient, player_id: str, moves: int) -> m.Progress:
+    """The first ``progress`` whose line of ``player_id`` shows ``moves`` moves."""
+    while True:
+        progress = await client.expect(m.Progress)
+        if any(p.player_id == player_id and p.moves == moves for p in progress.players):
+            return progress
+
+
+async def test_progress_flushes_are_sent_not_logged_and_a_resumed_room_flushes_again(
+    tmp_path: Path,
+) -> None:
+    db, port = f"sqlite:///{tmp_path / 'races.db'}", free_port()
+    url = f"ws://127.0.0.1:{port}/ws"
+    proc = await start(db, port, tmp_path)
+    try:
+        (ann, bob), _ = await open_room(url, ["ann", "bob"], practice_seed=SEED)
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        for seq, step in enumerate(LINE[:3], 1):
+            assert (await ann.request(move_request(seq, step), m.MoveResult)).accepted
+        await progress_showing(bob, ann.player_id, 3)  # a flush went out
+        await stop(proc, signal.SIGKILL)
+        store = await RaceStore.connect(db)
+        try:
+            (room,) = await SqlInputLog(store).rooms()
+            kinds = [entry[2].split('"', 4)[3] for entry in await SqlInputLog(store).read(room)]
+        finally:
+            await store.close()
+        assert kinds.count("moved") == 3 and "timer_fired" not in kinds
+        proc = await start(db, port, tmp_path)
+        ann_token, bob_token = [c.welcome.token if c.welcome else None for c in (ann, bob)]
+        ann = await connect(url, "ann", token=ann_token)
+        bob = await connect(url, "bob", token=bob_token)
+        await ann.expect(m.Resync)
+        answer = await ann.request(move_request(4, LINE[3]), m.MoveResult)
+        assert answer.accepted
+        shown = await progress_showing(bob, ann.player_id, 4)
+        assert all(p.connected for p in shown.players if p.player_id == ann.player_id)
     finally:
         if proc.returncode is None:
             await stop(proc, signal.SIGTERM)
