@@ -448,13 +448,14 @@ class Hub:
             last, encoded = self._encoded
             ready = encoded if last is update.progress else {}
             frames: dict[codec.Encoding, Frame] = {}
+            put = self._put  # held, like every frame, while what it shows is not logged
             for conn in conns:
                 frame = frames.get(conn.encoding)
                 if frame is None:
                     frame = frames[conn.encoding] = codec.encode_update(
                         update, conn.encoding, ready.get(conn.encoding)
                     )
-                conn.send(frame)
+                put(conn, frame)
             self.metrics.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:

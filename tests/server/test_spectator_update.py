@@ -5,6 +5,7 @@ the old frames."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,37 @@ async def test_delayed_frames_are_packed_when_the_delay_releases_them(tmp_path: 
         new_frames = await frames_until_over(new)
     assert any(isinstance(f, m.SpectatorUpdate) and f.boards for f in new_frames)
     assert new_frames == pack_updates(old_frames)  # released together: one moment each
+
+
+@pytest.mark.parametrize("updates", [True, False])
+async def test_a_spectator_sees_no_move_before_the_log_holds_it(
+    tmp_path: Path, updates: bool
+) -> None:
+    async with running_server(tmp_path) as server:
+        (ann, bob), state = await open_room(server.ws_url, ["ann", "bob"], practice_seed=SEED)
+        sam = await watcher(server.ws_url, state.code, updates=updates)
+        await ann.send(m.Start())
+        await ann.expect(m.RaceStart)
+        await sam.expect(m.RaceStart)
+        # Another writer holds the database's write lock: the log's commits wait for it.
+        blocker = sqlite3.connect(tmp_path / "races.db", isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            await ann.send(move_request(1, LINE[0]))
+            for client in (sam, bob, ann):  # a dozen flush intervals, every frame read
+                with pytest.raises(TimeoutError):
+                    await client.expect(m.RaceOver, timeout=0.4)
+            shown = [f for f in [*unpacked(sam.frames), *bob.frames] if isinstance(f, m.Progress)]
+            assert not any(p.moves for f in shown for p in f.players), "told before logged"
+            assert not any(isinstance(f, m.MoveResult) for f in ann.frames)
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert (await ann.expect(m.MoveResult)).accepted
+        while True:  # once logged, the move shows
+            progress = await sam.expect(
+                m.SpectatorUpdate if updates else m.Progress  # type: ignore[arg-type]
+            )
+            lines = progress.progress if isinstance(progress, m.SpectatorUpdate) else progress
+            if lines is not None and any(p.moves == 1 for p in lines.players):
+                break
