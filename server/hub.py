@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -274,21 +273,23 @@ class Hub:
         players and spectators of a progress flush, see :attr:`_encoded`).  A message
         newer than a connection's protocol version is news it is not sent
         (:func:`protocol.wire.codec.sent_in`)."""
-        journal = self.journal
-        if journal is not None and journal.holding:
-            journal.hold(functools.partial(self.broadcast, list(conns), message))
-            return
         last, frames = self._encoded
         if last is not message:
             frames = {}
             self._encoded = (message, frames)
+        # Encoded now even when held: the spectators' update reuses the progress bytes.
+        journal = self.journal
+        hold = journal.hold_send if journal is not None and journal.holding else None
         sent = 0
         for conn in conns:
             frame = frames.get(conn.encoding)
             if frame is None:
                 frame = frames[conn.encoding] = _news(message, conn.encoding)
             if frame:
-                conn.send(frame)
+                if hold is None:
+                    conn.send(frame)
+                else:
+                    hold(conn, frame)
                 sent += 1
         self.metrics.hot.frames_sent += sent
 
