@@ -52,7 +52,6 @@ from server.hub import Hub
 from server.hub_rooms import RoomHandle
 from server.race.lobby import NewPlayer
 from server.race.room import Room
-from server.race.room_timers import PROGRESS_TIMER
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import SpectatorFeed
 from server.recovery.journal import Journal
@@ -236,7 +235,6 @@ def _replay_fanout(
     """:func:`_replay`, firing every room's due progress flush after each two moves per
     player; the CPU seconds of the flushes alone, their count and the frames they sent
     (with ``profile``, the flushes alone are profiled)."""
-    handles = list(hub.handles.values())
     per_round = 2 * len(conns)
     flush_s, flushes, frames = 0.0, 0, 0
     hot = hub.metrics.hot
@@ -246,10 +244,9 @@ def _replay_fanout(
         started = time.process_time()
         if profile is not None:
             profile.enable()
-        for handle in handles:
-            if PROGRESS_TIMER in handle.timers:
-                hub._fire(handle, PROGRESS_TIMER)
-                flushes += 1
+        for slot_ms, filed in hub.flushes.take():  # every flush filed, without waiting
+            hub._flush_slot(slot_ms, filed)
+            flushes += len(filed)
         if profile is not None:
             profile.disable()
         flush_s += time.process_time() - started

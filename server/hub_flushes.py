@@ -63,6 +63,13 @@ class FlushSlots(Generic[R]):
         """Rooms filed and not flushed yet (a room filed twice counts twice)."""
         return sum(map(len, self._slots.values()))
 
+    def take(self) -> list[tuple[int, list[R]]]:
+        """Every slot filed, in time order, unfiled (their timers cancelled): for a caller
+        that runs them itself (``bench.hotpath --fanout``, which cannot wait)."""
+        taken = sorted(self._slots.items())
+        self.close()
+        return taken
+
     def close(self) -> None:
         """Nothing filed will run."""
         for timer in self._timers.values():

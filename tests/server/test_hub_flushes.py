@@ -60,7 +60,7 @@ async def test_rooms_due_in_one_slot_are_flushed_together_at_its_end_never_early
     assert slots.waiting == 0
 
 
-async def test_closed_slots_run_nothing_filed() -> None:
+async def test_closed_or_taken_slots_run_nothing_filed() -> None:
     loop = asyncio.get_running_loop()
     origin = -int(loop.time() * 1000)  # server time now: 0
     seen = Recorder(loop, origin)
@@ -71,6 +71,11 @@ async def test_closed_slots_run_nothing_filed() -> None:
     assert slots.waiting == 0
     await asyncio.sleep(0.06)
     assert seen.runs == []
+    slots.add("d", 31)
+    slots.add("e", 12)
+    slots.add("f", 20)
+    assert slots.take() == [(20, ["e", "f"]), (40, ["d"])]  # unfiled, for the caller to run
+    assert slots.waiting == 0
     slots.add("c", 0)  # filing again after a close runs again (a fresh slot)
     await asyncio.wait_for(seen.done.wait(), 1)
     assert [rooms for _, rooms, _ in seen.runs] == [["c"]]
