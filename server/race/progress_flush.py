@@ -8,8 +8,8 @@ Pure like the room that owns it.
 
 What this bookkeeping holds is about what was sent, not about the race: the
 shell does not log flushes, so a room rebuilt from its input log has it as the
-marks left it, and :meth:`server.race.race_cycle.RaceCycle._restart_timers`
-asks for the next flush afresh.
+marks left it; :meth:`server.race.race_cycle.RaceCycle._restart_timers` forgets
+the flush the old process owed, and the next mark asks for one afresh.
 """
 
 from __future__ import annotations
