@@ -21,6 +21,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from client_cli.bot import BotSettings, RaceResults, run_bots
 from client_cli.render import HOTKEYS
@@ -61,13 +62,22 @@ class PlayedRace:
 
 
 async def _own_moves(page: Page, moves: int) -> None:
-    """Wait until the page's own board shows ``moves`` moves made (each answered)."""
-    await page.wait_for_function(
-        "n => (document.getElementById('own-counts').textContent.match(/(\\d+) moves/) || [])[1]"
-        " === String(n)",
-        arg=moves,
-        timeout=PAGE_WAIT_MS,
-    )
+    """Wait until the page's own board shows ``moves`` moves made (each answered); if it
+    never does, fail saying what the page showed (its counts, its last words, its phase)."""
+    try:
+        await page.wait_for_function(
+            "n => (document.getElementById('own-counts').textContent.match(/(\\d+) moves/)"
+            " || [])[1] === String(n)",
+            arg=moves,
+            timeout=PAGE_WAIT_MS,
+        )
+    except PlaywrightTimeout:
+        shown = await page.evaluate(
+            "() => ({counts: document.getElementById('own-counts').textContent,"
+            " say: document.getElementById('say')?.dataset.text ?? '',"
+            " phase: document.getElementById('room-phase').textContent})"
+        )
+        raise AssertionError(f"the page never showed move {moves}: {shown}") from None
 
 
 def _card(page: Page, step: Any) -> Any:
