@@ -369,6 +369,14 @@ class RaceCycle:
         )
         return [ToPlayers(finish), ToSpectators(finish, key="finish:" + player_id)]
 
+    def _flush(self, now_ms: int, *, final: bool = False) -> list[Output]:
+        """The progress flush, now (``final``: at the race's end, see
+        :meth:`server.race.progress_flush.ProgressFlush.flush`)."""
+        return self._progress.flush(
+            self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
+            self.options, self.spectators, now_ms, final=final,
+        )
+
     def _end_race(self, now_ms: int, ended_by: RaceEnd) -> list[Output]:
         race, dealt, race_id = self.race, self.dealt, self.race_id
         if race is None or dealt is None or race_id is None or race.over:
@@ -376,10 +384,7 @@ class RaceCycle:
         finished = next_phase(self.phase, PhaseEvent.RACE_END)
         race.end(now_ms)
         self._progress.dirty.update(race.racers)
-        outputs = self._progress.flush(
-            race, self.seats, self.ghost_runs if self._ghosts is not None else (),
-            self.options, self.spectators, now_ms, final=True,
-        )
+        outputs = self._flush(now_ms, final=True)
         outputs.append(CancelTimer(TIME_LIMIT_TIMER))
         over, record = race_outcome(
             race, dealt, race_id, ended_by, self.code, self.options, now_ms, self._accounts,

@@ -268,24 +268,15 @@ class Room(RaceCycle):
     def flush_progress(self, now_ms: int) -> list[Output]:
         """The progress flush a :class:`FlushDue` asked for, if it is due by ``now_ms``
         (the shell may call it back late, and again for a flush already made)."""
-        progress = self._progress
-        due = progress.due_ms
-        if due is None or due > now_ms:
-            return []
-        return progress.flush(
-            self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
-            self.options, self.spectators, now_ms,
-        )
+        due = self._progress.due_ms
+        return [] if due is None or due > now_ms else self._flush(now_ms)
 
     def on_timer(self, name: str, now_ms: int) -> list[Output]:
         """A timer set by :class:`SetTimer` fired."""
         if name == PROGRESS_TIMER:
             # Input logs written before flushes were left out of them hold the flushes
             # as this timer: replayed, it flushes as it did then.
-            return self._progress.flush(
-                self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
-                self.options, self.spectators, now_ms,
-            )
+            return self._flush(now_ms)
         if name == GHOST_TIMER:
             return self._ghost_step(now_ms)
         if name == COUNTDOWN_TIMER and self.phase is Phase.COUNTDOWN:
