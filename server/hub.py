@@ -277,19 +277,15 @@ class Hub:
         if last is not message:
             frames = {}
             self._encoded = (message, frames)
-        # Encoded now even when held: the spectators' update reuses the progress bytes.
-        journal = self.journal
-        hold = journal.hold_send if journal is not None and journal.holding else None
+        # Encoded now even when held (_put): the spectators' update reuses the progress bytes.
+        put = self._put
         sent = 0
         for conn in conns:
             frame = frames.get(conn.encoding)
             if frame is None:
                 frame = frames[conn.encoding] = _news(message, conn.encoding)
             if frame:
-                if hold is None:
-                    conn.send(frame)
-                else:
-                    hold(conn, frame)
+                put(conn, frame)
                 sent += 1
         self.metrics.hot.frames_sent += sent
 
