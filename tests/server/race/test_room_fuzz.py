@@ -13,9 +13,8 @@ from protocol.wire.errors import ProtocolError
 from server.race.outputs import DealRequest, FlushDue, Output, SetTimer
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity, RoomTimings
+from tests.server.race.test_core import FLUSH
 
-#: The progress flush a room asked for, kept among the timers.
-FLUSH = "(progress flush)"
 DEALT = deal_for_seed("fuzz", Rules())
 PLAYERS = [Identity(f"p{n}", f"player{n}") for n in range(5)]
 
