@@ -163,13 +163,26 @@ class Bench:
     def _profile_window(self) -> None:
         """With BENCH_LOAD_PROFILE=DIR, sample the current server with py-spy from the
         window's start (collapsed stacks of the thread holding the GIL): set-up is left out."""
-        where = os.environ.get("BENCH_LOAD_PROFILE")
-        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-        if not where or not Path(spy).exists() or self._profiled is None:
+        if self._profiled is None:
             return
         kind, pid = self._profiled
+        if where := os.environ.get("BENCH_LOAD_PERF"):
+            # Every sample of the server's core, kernel included, with call graphs.
+            perf = shutil.which("perf") or "perf"
+            cmd = [perf, "record", "-g", "-p", str(pid), "-o",
+                   str(Path(where) / f"{kind}-{pid}.perf.data")]
+            self._profiler = start(cmd, core=GENERATOR_CORE, log=self.log)
+            return
+        where = os.environ.get("BENCH_LOAD_PROFILE")
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not where or not Path(spy).exists():
+            return
         out = Path(where) / f"{kind}-{pid}.txt"
-        cmd = [spy, "record", "--pid", str(pid), "--nonblocking", "--gil", "--format", "raw",
+        # Without pausing the server, py-spy loses more of the samples taken while
+        # Python code runs than of those taken in a system call (the socket writes
+        # looked twice their size): BENCH_LOAD_PROFILE_BLOCKING=1 pauses it per sample.
+        pause = [] if os.environ.get("BENCH_LOAD_PROFILE_BLOCKING") == "1" else ["--nonblocking"]
+        cmd = [spy, "record", "--pid", str(pid), *pause, "--gil", "--format", "raw",
                "--rate", "200", "--output", str(out)]
         self._profiler = start(cmd, core=GENERATOR_CORE, log=self.log)
 
