@@ -511,9 +511,76 @@ class Hub:
                 if room.closed or current.get(room.code) is not handle:
                     continue
                 try:
-                    self.run(handle, room.flush_progress(now))
+                    outputs = room.flush_progress(now)
+                    if outputs and not self._send_flush(handle, outputs):
+                        self.run(handle, outputs)
                 except Exception:
                     logs.failure("progress_flush_failed", room=room.code)
+
+    def _send_flush(self, handle: RoomHandle, outputs: list[Output]) -> bool:
+        """The usual flush carried out in one pass: what :meth:`run` would send, to the
+        same connections, in the same frames (``tests/server/test_flush_fastpath.py``).
+
+        The usual flush is a ``progress`` to the players and to the spectators, then
+        boards (one per racer, from :meth:`BoardsShown.changed`) to the spectators, in
+        a room whose spectator feed has no delay and nothing held back and whose
+        result is not being written.  False, and nothing done, for any other shape.
+        """
+        feed = handle.feed
+        first = outputs[0]
+        if (
+            handle.writing
+            or handle.tick
+            or not feed.can_release_now()
+            or not isinstance(first, ToPlayers)
+            or not isinstance(first.message, m.Progress)
+            or len(outputs) < 2
+        ):
+            return False
+        progress = first.message
+        boards: list[m.SpectatorBoard] = []
+        for index, out in enumerate(outputs[1:]):
+            if not isinstance(out, ToSpectators) or out.live or out.quiet or out.new_race:
+                return False
+            if index == 0:
+                if out.message is not progress:
+                    return False
+            elif isinstance(out.message, m.SpectatorBoard):
+                boards.append(out.message)
+            else:
+                return False
+        self._to_players(handle, first)
+        last, ready = self._encoded  # the progress just encoded for the players
+        if last is not progress:
+            ready = {}
+        release = feed.release_now
+        for out in outputs[1:]:
+            assert isinstance(out, ToSpectators)
+            release(out.message, out.key)
+        room = handle.room
+        if not room.spectators:
+            return True
+        conns = self._conns(room.spectators)
+        ticking = self._ticking
+        updates = [conn for conn in conns if conn in ticking]
+        if len(updates) < len(conns):
+            old = [conn for conn in conns if conn not in ticking]
+            self.broadcast(old, progress)
+            for board in boards:
+                self.broadcast(old, board)
+        if updates:
+            update = m.SpectatorUpdate(progress, tuple(boards))
+            frames: dict[codec.Encoding, Frame] = {}
+            put = self._put  # held, like every frame, while what it shows is not logged
+            for conn in updates:
+                frame = frames.get(conn.encoding)
+                if frame is None:
+                    frame = frames[conn.encoding] = codec.encode_update(
+                        update, conn.encoding, ready.get(conn.encoding)
+                    )
+                put(conn, frame)
+            self.metrics.hot.frames_sent += len(updates)
+        return True
 
     def drop_room(self, code: str) -> list[Connection]:
         """Forget room ``code`` without ending its race: another node holds it now (cluster

@@ -35,9 +35,9 @@ def progress_frames(
     outputs: list[Output] = []
     if with_progress:
         progress = Progress(elapsed, progress_lines(race, seats, elapsed))
-        outputs += (ToPlayers(progress), ToSpectators(progress, key="progress"))
+        outputs += (ToPlayers(progress), ToSpectators(progress, "progress"))
     for board in boards:
-        outputs.append(ToSpectators(board, key="board:" + board.player_id))
+        outputs.append(ToSpectators(board, "board:" + board.player_id))
     return outputs
 
 
@@ -48,11 +48,11 @@ def progress_lines(
     flush's: positional arguments and no per-racer call)."""
     lines = []
     for pid, racer in race.racers.items():
-        game = racer.game
+        _top, stock_left, cleared, moves, _draws, undos, _status = racer.game.tally()
         seat = seats.get(pid)
         done = racer.done_ms
         lines.append(PlayerProgress(
-            pid, game.cleared, game.stock_left, game.moves, game.undos, racer.status,
+            pid, cleared, stock_left, moves, undos, racer.status,
             elapsed if done is None else racer.finish_ms if racer.finish_ms is not None else done,
             seat is not None and seat.connected,
         ))

@@ -190,6 +190,8 @@ class Race:
         self.bits: tuple[int, ...] = tuple(1 << card for card in deal.peaks)
         #: The position of each peak card (spectators' boards hide faces by card).
         self.positions: dict[int, int] = {card: p for p, card in enumerate(deal.peaks)}
+        #: The peak cards, a bit each (like ``Racer.seen``).
+        self.peak_cards: int = sum(self.bits)
         self.over = False
         self.end_ms: int | None = None
 

@@ -151,19 +151,22 @@ def visible_cards(race: Race) -> int:
 
 
 def spectator_view(
-    racer: Racer, visible: int, positions: Mapping[int, int] | None = None
+    racer: Racer, visible: int, positions: Mapping[int, int] | None = None,
+    peak_cards: int = ALL_CARDS,
 ) -> BoardView:
     """``racer``'s board as spectators see it: their own view, with the face of every
     card not in ``visible`` shown as ``"??"`` (on the board and on the waste).
 
-    ``positions``: each peak card's position (:attr:`Race.positions`), when at hand.
+    ``positions``: each peak card's position (:attr:`Race.positions`), when at hand;
+    ``peak_cards``: those cards, a bit each (:attr:`Race.peak_cards`; the stock's cards
+    can only show on the waste).
     """
     game = racer.game
     top, stock_left, _cleared, moves, draws, undos, status = game.tally()
     board = game.board
     # Every face on the racer's board is a card they have seen (Racer.seen): only the
     # few seen and not visible can need hiding, each found by its card.
-    hide = racer.seen & ~visible
+    hide = racer.seen & ~visible & peak_cards
     if hide:
         if positions is None:
             positions = {card: p for p, card in enumerate(game.deal.peaks)}
@@ -213,7 +216,7 @@ class BoardsShown:
         wanted = None if visible != self._visible else set(moved)
         self._visible = visible
         elapsed = race.elapsed(race.end_ms or now_ms)
-        shown, positions = self._shown, race.positions
+        shown, positions, peaks = self._shown, race.positions, race.peak_cards
         boards = []
         for pid, racer in race.racers.items():
             if wanted is not None and pid not in wanted:
@@ -224,7 +227,7 @@ class BoardsShown:
             same = last is not None and last[0] is game and last[1] == moves and last[2] == undos
             if same and last is not None and last[3] == seen:
                 continue
-            view = spectator_view(racer, visible, positions)
+            view = spectator_view(racer, visible, positions, peaks)
             shown[pid] = (game, moves, undos, seen, view)
             # Other counters of the same game: another board for sure; else compared.
             if last is None or (not same and last[0] is game) or last[4] != view:
