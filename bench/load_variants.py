@@ -302,6 +302,14 @@ def _young_types(phase: str, info: dict[str, int]) -> None:
     young = gc.get_objects(generation=0)
     common = collections.Counter(type(obj).__qualname__ for obj in young).most_common(10)
     print(f"gc young {len(young)}: {common}", file=sys.stderr, flush=True)
+    # What the commonest containers hold: tuples by length and the types in them,
+    # lists by length and the type of their first item.
+    shapes = collections.Counter(
+        (type(obj).__qualname__, len(obj),
+         tuple(type(item).__qualname__ for item in obj[:3]))
+        for obj in young if type(obj) in (tuple, list)
+    ).most_common(8)
+    print(f"gc young shapes: {shapes}", file=sys.stderr, flush=True)
 
 
 def main() -> int:

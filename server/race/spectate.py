@@ -161,9 +161,23 @@ def spectator_view(
     ``peak_cards``: those cards, a bit each (:attr:`Race.peak_cards`; the stock's cards
     can only show on the waste).
     """
+    return _view_and_hidden(racer, visible, positions, peak_cards)[0]
+
+
+#: In :func:`_view_and_hidden`'s second value, the bit for a hidden waste top.
+_WASTE_HIDDEN: Final = 1 << 28
+
+
+def _view_and_hidden(
+    racer: Racer, visible: int, positions: Mapping[int, int] | None, peak_cards: int
+) -> tuple[BoardView, int]:
+    """:func:`spectator_view`, and which of its faces it hid: a bit per board position,
+    and :data:`_WASTE_HIDDEN` for the waste (the view of the same position of the game
+    differs exactly when these do)."""
     game = racer.game
     top, stock_left, _cleared, moves, draws, undos, status = game.tally()
     board = game.board
+    hidden = 0
     # Every face on the racer's board is a card they have seen (Racer.seen): only the
     # few seen and not visible can need hiding, each found by its card.
     hide = racer.seen & ~visible & peak_cards
@@ -175,33 +189,49 @@ def spectator_view(
             low = hide & -hide
             hide ^= low
             position = positions.get(low.bit_length() - 1)
-            if position is not None and board[position] is not None:
+            # A face down again after an undo (seen, not visible) needs no hiding.
+            if position is not None and board[position] not in (None, HIDDEN):
                 if entries is None:
                     entries = list(board)
                 entries[position] = HIDDEN
+                hidden |= 1 << position
         if entries is not None:
             board = tuple(entries)
-    waste = None if top is None else ALL_CODES[top] if visible >> top & 1 else HIDDEN
-    return BoardView(board, waste, stock_left, moves, draws, undos, status)
+    if top is None:
+        waste = None
+    elif visible >> top & 1:
+        waste = ALL_CODES[top]
+    else:
+        waste, hidden = HIDDEN, hidden | _WASTE_HIDDEN
+    return BoardView(board, waste, stock_left, moves, draws, undos, status), hidden
 
 
 class BoardsShown:
-    """The board spectators were last shown of each racer, for one race.
+    """What spectators were last shown of each racer's board, for one race.
 
-    Each is kept with what it was built from: the racer's game, its counters
-    of moves and undos (every play, draw and undo adds one, and the board shows
-    both, so it changes exactly when they do) and the visible cards among those
-    the racer has seen (no other card can show on their board).  While these
-    stay the same, the board is not built again.
+    Kept as what the board was built from: the racer's game, its counters of
+    moves and undos (every play, draw and undo adds one, and the board shows
+    both, so it changes exactly when they do), the visible cards among those the
+    racer has seen (no other card can show on their board) and which faces the
+    board hid.  While these stay the same, the board is not built again.  Only
+    ints and the games are kept, no board: what a flush builds dies with the
+    frames it sent, and the garbage collector's young collections, which walk
+    every object made since the last one and still alive, meet none of it.
     """
 
     def __init__(self) -> None:
-        self._shown: dict[str, tuple[Game, int, int, int, BoardView]] = {}
+        self._games: dict[str, Game] = {}
+        self._counts: dict[str, int] = {}  # moves << 32 | undos
+        self._seen: dict[str, int] = {}
+        self._hidden: dict[str, int] = {}
         self._visible = -1
 
     def forget(self) -> None:
         """Nothing was shown yet (a new race, or boards were not built for a while)."""
-        self._shown.clear()
+        self._games.clear()
+        self._counts.clear()
+        self._seen.clear()
+        self._hidden.clear()
         self._visible = -1
 
     def changed(
@@ -210,28 +240,29 @@ class BoardsShown:
         """The boards that differ from what spectators were last shown (and now are).
 
         ``moved``: the racers whose own board may have changed; when the visible
-        cards changed, every racer's board is looked at.
+        cards changed, every racer's board is looked at.  A racer's board with other
+        counters, or of another game, has changed; with the same ones, it has when
+        other faces are hidden.
         """
         visible = ALL_CARDS if open_boards else visible_cards(race)
         wanted = None if visible != self._visible else set(moved)
         self._visible = visible
         elapsed = race.elapsed(race.end_ms or now_ms)
-        shown, positions, peaks = self._shown, race.positions, race.peak_cards
+        games, counts, seens, hiddens = self._games, self._counts, self._seen, self._hidden
+        positions, peaks = race.positions, race.peak_cards
         boards = []
         for pid, racer in race.racers.items():
             if wanted is not None and pid not in wanted:
                 continue
             game = racer.game
-            moves, undos, seen = game.moves, game.undos, visible & racer.seen
-            last = shown.get(pid)
-            same = last is not None and last[0] is game and last[1] == moves and last[2] == undos
-            if same and last is not None and last[3] == seen:
+            count, seen = game.moves << 32 | game.undos, visible & racer.seen
+            same = games.get(pid) is game and counts.get(pid) == count
+            if same and seens.get(pid) == seen:
                 continue
-            view = spectator_view(racer, visible, positions, peaks)
-            shown[pid] = (game, moves, undos, seen, view)
-            # Other counters of the same game: another board for sure; else compared.
-            if last is None or (not same and last[0] is game) or last[4] != view:
+            view, hidden = _view_and_hidden(racer, visible, positions, peaks)
+            if not same or hiddens.get(pid) != hidden:
                 boards.append(SpectatorBoard(pid, view, elapsed))
+            games[pid], counts[pid], seens[pid], hiddens[pid] = game, count, seen, hidden
         return boards
 
 

@@ -171,7 +171,11 @@ class Connection:
 
     def write_staged(self) -> None:
         """Write what the batch held back, in one piece (dropped if the socket went)."""
-        data, self.staged = b"".join(self.staged), []
+        staged = self.staged
+        data = b"".join(staged)
+        # Emptied, not replaced: a new list per write would be a young object of every
+        # connection that wrote, each walked by the garbage collector's next collection.
+        staged.clear()
         transport = self.transport
         if transport is not None and not (self.closed or self.ws.closed or transport.is_closing()):
             transport.write(data)
