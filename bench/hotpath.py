@@ -53,7 +53,7 @@ from server.hub_rooms import RoomHandle
 from server.race.lobby import NewPlayer
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity
-from server.race.spectate import SpectatorFeed
+from server.race.spectate import LIVE_KINDS, SpectatorFeed
 from server.recovery.journal import Journal
 from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
@@ -178,7 +178,7 @@ def _setup(
         room.deal_ready(1, deal_for_seed(str(r), Rules()), now)
         assert room.phase is m.Phase.RACING
         hub.lobby.rooms[room.code] = room
-        hub.handles[room.code] = RoomHandle(room, SpectatorFeed(0))
+        hub.handles[room.code] = RoomHandle(room, SpectatorFeed(0, live=LIVE_KINDS))
         for who in players:
             seats.append(_connect(hub, who, room.code, len(seats) + 1, now))
         for s in range(spectators):

@@ -456,8 +456,10 @@ class Hub:
             self.metrics.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
+        now = self.now_ms()
+        room = handle.room
         for conn in self._conns((out.player_id,)):
-            messages = handle.feed.snapshot()
+            messages = handle.feed.snapshot(lambda key: room.catch_up_frame(key, now))
             for message in pack_updates(messages) if conn in self._ticking else messages:
                 self.reply(conn, message)
 

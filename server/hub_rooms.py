@@ -21,7 +21,7 @@ from server.race import inputs
 from server.race.lobby import Lobby
 from server.race.outputs import Output, RoomOpened
 from server.race.room import Room
-from server.race.spectate import SpectatorFeed
+from server.race.spectate import LIVE_KINDS, SpectatorFeed
 from server.recovery.journal import Journal
 from server.recovery.resume import Rebuilt
 from server.storing import Storing
@@ -65,7 +65,9 @@ class Shell(Protocol):
 
 
 def _handle(room: Room) -> RoomHandle:
-    feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(room.options.spectator_delay_s * 1000)
+    feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(
+        room.options.spectator_delay_s * 1000, live=LIVE_KINDS
+    )
     return RoomHandle(room, feed)
 
 

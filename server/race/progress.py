@@ -17,7 +17,7 @@ from protocol.wire.messages import PlayerProgress, Progress, RoomOptions, Specta
 from server.race.outputs import Output, ToPlayers, ToSpectators
 from server.race.race import Race, Racer
 from server.race.room_types import Seat
-from server.race.spectate import BoardsShown
+from server.race.spectate import ALL_CARDS, BoardsShown, spectator_view, visible_cards
 
 
 def progress_frames(
@@ -57,6 +57,24 @@ def progress_lines(
             seat is not None and seat.connected,
         ))
     return tuple(lines)
+
+
+def current_frame(
+    race: Race, seats: Mapping[str, Seat], key: str, open_boards: bool, now_ms: int
+) -> Progress | SpectatorBoard | None:
+    """The frame of spectator snapshot key ``key`` as the race stands at ``now_ms``: the
+    progress line (``"progress"``) or a racer's board (``"board:<player>"``), made as a
+    flush would make it now; ``None`` for any other key or an unknown racer."""
+    kind, _, player_id = key.partition(":")
+    elapsed = race.elapsed(race.end_ms or now_ms)
+    if kind == "progress":
+        return Progress(elapsed, progress_lines(race, seats, elapsed))
+    racer = race.racers.get(player_id) if kind == "board" else None
+    if racer is None:
+        return None
+    visible = ALL_CARDS if open_boards else visible_cards(race)
+    view = spectator_view(racer, visible, race.positions, race.peak_cards)
+    return SpectatorBoard(player_id, view, elapsed)
 
 
 def boards_wanted(options: RoomOptions, spectators: Collection[str]) -> bool:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from protocol.wire.messages import RoomOptions
+from protocol.wire.messages import Progress, RoomOptions, SpectatorBoard
 from server.race.ghost import GhostRun, ghost_members
 from server.race.outputs import FlushDue, Output
-from server.race.progress import boards_wanted, progress_frames
+from server.race.progress import boards_wanted, current_frame, progress_frames
 from server.race.race import Race
 from server.race.room_types import Identity, Seat
 from server.race.spectate import BoardsShown
@@ -89,6 +89,24 @@ class ProgressFlush:
         outputs = progress_frames(race, seats, boards, now_ms, with_progress=bounded)
         self.dirty.clear()
         return outputs
+
+
+    def current(
+        self,
+        race: Race | None,
+        seats: Mapping[str, Seat],
+        ghosts: Sequence[GhostRun],
+        options: RoomOptions,
+        key: str,
+        now_ms: int,
+    ) -> Progress | SpectatorBoard | None:
+        """:func:`server.race.progress.current_frame` of the race (``ghosts`` as in
+        :meth:`flush`), for a catch-up: nothing of this bookkeeping changes."""
+        if race is None:
+            return None
+        if ghosts:
+            seats = {**seats, **_ghost_seats(ghosts)}
+        return current_frame(race, seats, key, options.open_boards, now_ms)
 
 
 def _ghost_seats(runs: Sequence[GhostRun]) -> dict[str, Seat]:

@@ -31,6 +31,7 @@ from protocol.wire.messages import (
     RoomOptions,
     RoomState,
     RoomSummary,
+    ServerMessage,
     UndoPolicy,
 )
 from server.race.ghost import (
@@ -368,6 +369,15 @@ class RaceCycle:
             undos=racer.game.undos,
         )
         return [ToPlayers(finish), ToSpectators(finish, key="finish:" + player_id)]
+
+    def catch_up_frame(self, key: str, now_ms: int) -> ServerMessage | None:
+        """The race's current frame of spectator snapshot key ``key`` (``"progress"`` or
+        ``"board:<player>"``): what a spectator feed without delay keeps only a mark of
+        (:data:`server.race.spectate.LIVE_KINDS`)."""
+        return self._progress.current(
+            self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
+            self.options, key, now_ms,
+        )
 
     def _flush(self, now_ms: int, *, final: bool = False) -> list[Output]:
         """The progress flush, now (``final``: at the race's end, see

@@ -20,7 +20,7 @@ For a spectator who asked for them, :func:`pack_updates` packs the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Generic, TypeVar
 
@@ -59,13 +59,45 @@ class _Queued(Generic[T]):
     quiet: bool
 
 
-class SpectatorFeed(Generic[T]):
-    """Frames for spectators, held back by ``delay_ms`` and remembered by key."""
+#: The snapshot kinds a feed without delay may keep as a mark instead of the frame:
+#: the room's frame of that kind is built afresh when a catch-up needs it.
+LIVE_KINDS: Final = frozenset({"progress", "board"})
 
-    def __init__(self, delay_ms: int) -> None:
+
+class _Live:
+    """In a snapshot, in place of a frame: build the current one (see ``live``)."""
+
+    __slots__ = ()
+
+
+_LIVE: Final = _Live()
+
+
+class SpectatorFeed(Generic[T]):
+    """Frames for spectators, held back by ``delay_ms`` and remembered by key.
+
+    ``live``: kinds of key (:data:`LIVE_KINDS`) whose latest frame a feed without
+    delay does not keep, only marks; :meth:`snapshot` asks for the current frame of
+    each mark.  A progress line and a board are replaced a few times a second in
+    every room, and every one kept would be a handful of objects the garbage
+    collector's young collections walk (thousands of rooms: tens of thousands of
+    objects, and as many milliseconds' stall); without a delay, the frame a late
+    spectator catches up on may as well be made at that moment.  A feed with a
+    delay keeps every frame: what it has released is older than what is current.
+    """
+
+    def __init__(self, delay_ms: int, live: Collection[str] = ()) -> None:
         self.delay_ms = delay_ms
+        self.live = frozenset(live)
         self._queue: deque[_Queued[T]] = deque()
-        self._snapshot: dict[str, T] = {}
+        self._snapshot: dict[str, T | _Live] = {}
+
+    def _keep(self, key: str, frame: T) -> None:
+        live = self.live
+        if live and not self.delay_ms and key.partition(":")[0] in live:
+            self._snapshot[key] = _LIVE
+        else:
+            self._snapshot[key] = frame
 
     def push(
         self,
@@ -103,7 +135,7 @@ class SpectatorFeed(Generic[T]):
         if new_race:
             self._snapshot.clear()
         if key is not None:
-            self._snapshot[key] = frame
+            self._keep(key, frame)
         return not quiet
 
     def can_release_now(self) -> bool:
@@ -123,15 +155,26 @@ class SpectatorFeed(Generic[T]):
             if item.new_race:
                 self._snapshot.clear()
             if item.key is not None:
-                self._snapshot[item.key] = item.frame
+                self._keep(item.key, item.frame)
             if not item.quiet:
                 released.append(item.frame)
         return released
 
-    def snapshot(self) -> list[T]:
-        """The latest released frame of each kind, in :data:`CATCH_UP_ORDER`."""
+    def snapshot(self, current: Callable[[str], T | None] | None = None) -> list[T]:
+        """The latest released frame of each kind, in :data:`CATCH_UP_ORDER`; for a key
+        only marked (``live``), ``current(key)``, left out when that is ``None`` or no
+        ``current`` is given."""
         keys = sorted(self._snapshot, key=lambda key: _RANK.get(key.partition(":")[0], -1))
-        return [self._snapshot[key] for key in keys]
+        frames = []
+        for key in keys:
+            frame = self._snapshot[key]
+            if isinstance(frame, _Live):
+                made = current(key) if current is not None else None
+                if made is not None:
+                    frames.append(made)
+            else:
+                frames.append(frame)
+        return frames
 
     def pending(self) -> int:
         """Frames still held back."""

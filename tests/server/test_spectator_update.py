@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,9 +102,19 @@ async def test_a_late_spectator_that_asks_gets_its_catch_up_packed_too(tmp_path:
             await old.recv()
         update = await new.expect(m.SpectatorUpdate)
     catch_up = [f for f in old.frames if isinstance(f, m.Progress | m.SpectatorBoard)]
-    assert update.progress == catch_up[0]
-    assert update.boards == tuple(catch_up[1:3])
+    # Without a spectator delay a catch-up's progress and boards are made when it is
+    # sent: the two watchers' differ in their race time only.
+    assert update.progress is not None and isinstance(catch_up[0], m.Progress)
+    assert _untimed(update.progress) == _untimed(catch_up[0])
+    assert [replace(b, elapsed_ms=0) for b in update.boards] == [
+        replace(b, elapsed_ms=0) for b in catch_up[1:3]
+    ]
     assert {b.player_id for b in update.boards} == {p.player_id for p in players}
+
+
+def _untimed(progress: m.Progress) -> m.Progress:
+    lines = tuple(replace(line, elapsed_ms=0) for line in progress.players)
+    return m.Progress(0, lines)
 
 
 async def test_delayed_frames_are_packed_when_the_delay_releases_them(tmp_path: Path) -> None:
@@ -152,3 +163,44 @@ async def test_a_spectator_sees_no_move_before_the_log_holds_it(
             lines = progress.progress if isinstance(progress, m.SpectatorUpdate) else progress
             if lines is not None and any(p.moves == 1 for p in lines.players):
                 break
+
+
+@pytest.mark.parametrize("updates", [True, False])
+async def test_without_a_delay_a_late_spectator_catches_up_on_the_race_as_it_stands(
+    tmp_path: Path, updates: bool
+) -> None:
+    """The room keeps only marks of its progress and boards (no delay): a spectator who
+    joins after moves that no flush has shown yet still sees them in the catch-up."""
+    async with running_server(tmp_path, progress_hz=0.01) as server:  # one flush only
+        players, state = await open_room(server.ws_url, ["ann", "bob"], practice_seed=SEED)
+        first = await watcher(server.ws_url, state.code, updates=updates)
+        await players[0].send(m.Start())
+        starts = [await player.expect(m.RaceStart) for player in players]
+        for seq, step in enumerate(LINE[:4], 1):
+            await players[0].request(move_request(seq, step), m.MoveResult)
+        if updates:
+            flushed = (await first.expect(m.SpectatorUpdate)).progress
+        else:
+            flushed = await first.expect(m.Progress)
+        late = await watcher(server.ws_url, state.code, updates=updates)
+        if updates:
+            update = await late.expect(m.SpectatorUpdate)
+            progress, boards = update.progress, list(update.boards)
+        else:
+            progress = await late.expect(m.Progress)
+            boards = [await late.expect(m.SpectatorBoard)]
+    # The only flush came with the first move (the next is 100 s away) ...
+    assert flushed is not None
+    assert {line.player_id: line.moves for line in flushed.players}[players[0].player_id] == 1
+    # ... and the late spectator sees the four.
+    assert progress is not None
+    lines = {line.player_id: line for line in progress.players}
+    assert lines[players[0].player_id].moves == 4
+    assert lines[players[1].player_id].moves == 0
+    ann = next(b for b in boards if b.player_id == players[0].player_id)
+    assert ann.view.moves == 4
+    # Only cards both racers have seen show: bob has not moved, so every face on ann's
+    # board is one bob's untouched board shows too.
+    bob = starts[1].view.board
+    assert all(entry in (None, "??", bob[p]) for p, entry in enumerate(ann.view.board))
+    assert any(entry is None for entry in ann.view.board)  # her plays show
