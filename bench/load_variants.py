@@ -19,7 +19,8 @@ Variants:
 - ``gc_thresholds``: the server's collector thresholds are ``$BENCH_GC_THRESHOLDS``
   (three integers, comma-separated) instead of its own;
 - ``gc_types``: at most every 3 s, the commonest types among the young generation's
-  objects as a collection of it starts (to stderr): what the collector walks;
+  objects as a collection of it starts, and its commonest tuple and list lengths (to
+  stderr): what the collector walks;
 - ``log_unsynced``: the input log's SQLite connection commits with
   ``synchronous=NORMAL`` (no sync per commit: what a power cut would cost);
 - ``log_no_checkpoint``: the input log's SQLite connection never checkpoints the WAL
@@ -302,12 +303,10 @@ def _young_types(phase: str, info: dict[str, int]) -> None:
     young = gc.get_objects(generation=0)
     common = collections.Counter(type(obj).__qualname__ for obj in young).most_common(10)
     print(f"gc young {len(young)}: {common}", file=sys.stderr, flush=True)
-    # What the commonest containers hold: tuples by length and the types in them,
-    # lists by length and the type of their first item.
+    # The commonest tuples and lists by length.  Not their items: a collection can start
+    # while C code fills a new tuple, whose empty slots reading would crash the server.
     shapes = collections.Counter(
-        (type(obj).__qualname__, len(obj),
-         tuple(type(item).__qualname__ for item in obj[:3]))
-        for obj in young if type(obj) in (tuple, list)
+        (type(obj).__qualname__, len(obj)) for obj in young if type(obj) in (tuple, list)
     ).most_common(8)
     print(f"gc young shapes: {shapes}", file=sys.stderr, flush=True)
 
