@@ -90,7 +90,6 @@ class ProgressFlush:
         self.dirty.clear()
         return outputs
 
-
     def current(
         self,
         race: Race | None,
