@@ -456,12 +456,23 @@ class Hub:
             self.metrics.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
-        now = self.now_ms()
-        room = handle.room
         for conn in self._conns((out.player_id,)):
-            messages = handle.feed.snapshot(lambda key: room.catch_up_frame(key, now))
+            messages = self.catch_up(handle)
             for message in pack_updates(messages) if conn in self._ticking else messages:
                 self.reply(conn, message)
+
+    def catch_up(self, handle: RoomHandle) -> list[m.ServerMessage]:
+        """The race frames a spectator catches up on (:meth:`SpectatorFeed.snapshot`).
+
+        The feed's marks are made afresh only for the race whose start it released:
+        a new race's frames held while the last result is written (``handle.held``)
+        must not reach a spectator through a catch-up before they reach its players.
+        """
+        now, room, feed = self.now_ms(), handle.room, handle.feed
+        start = feed.latest("race")
+        if isinstance(start, m.RaceStart) and start.race_id == room.race_id:
+            return feed.snapshot(lambda key: room.catch_up_frame(key, now))
+        return feed.snapshot()
 
     def _release_feed(self, handle: RoomHandle, now: int) -> None:
         released = handle.feed.due(now)

@@ -176,6 +176,11 @@ class SpectatorFeed(Generic[T]):
                 frames.append(frame)
         return frames
 
+    def latest(self, key: str) -> T | None:
+        """The latest released frame of ``key``, if one is kept (not a mark)."""
+        frame = self._snapshot.get(key)
+        return None if frame is None or isinstance(frame, _Live) else frame
+
     def pending(self) -> int:
         """Frames still held back."""
         return len(self._queue)
