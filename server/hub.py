@@ -443,17 +443,26 @@ class Hub:
                 continue
             # The progress in it was just encoded for the players: reused, not redone.
             last, encoded = self._encoded
-            ready = encoded if last is update.progress else {}
-            frames: dict[codec.Encoding, Frame] = {}
-            put = self._put  # held, like every frame, while what it shows is not logged
-            for conn in conns:
-                frame = frames.get(conn.encoding)
-                if frame is None:
-                    frame = frames[conn.encoding] = codec.encode_update(
-                        update, conn.encoding, ready.get(conn.encoding)
-                    )
-                put(conn, frame)
-            self.metrics.hot.frames_sent += len(conns)
+            self._send_update(conns, update, encoded if last is update.progress else {})
+
+    def _send_update(
+        self,
+        conns: list[Connection],
+        update: m.SpectatorUpdate,
+        ready: dict[codec.Encoding, Frame],
+    ) -> None:
+        """Send ``update`` to ``conns``, encoded once per encoding on the ``progress``
+        bytes ``ready`` holds for that encoding, if any."""
+        frames: dict[codec.Encoding, Frame] = {}
+        put = self._put  # held, like every frame, while what it shows is not logged
+        for conn in conns:
+            frame = frames.get(conn.encoding)
+            if frame is None:
+                frame = frames[conn.encoding] = codec.encode_update(
+                    update, conn.encoding, ready.get(conn.encoding)
+                )
+            put(conn, frame)
+        self.metrics.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
         for conn in self._conns((out.player_id,)):
@@ -551,24 +560,25 @@ class Hub:
         ):
             return False
         progress = first.message
+        shown: list[ToSpectators] = []  # the progress, then the boards
         boards: list[m.SpectatorBoard] = []
-        for index, out in enumerate(outputs[1:]):
+        for out in outputs[1:]:
             if not isinstance(out, ToSpectators) or out.live or out.quiet or out.new_race:
                 return False
-            if index == 0:
+            if not shown:
                 if out.message is not progress:
                     return False
             elif isinstance(out.message, m.SpectatorBoard):
                 boards.append(out.message)
             else:
                 return False
+            shown.append(out)
         self._to_players(handle, first)
         last, ready = self._encoded  # the progress just encoded for the players
         if last is not progress:
             ready = {}
         release = feed.release_now
-        for out in outputs[1:]:
-            assert isinstance(out, ToSpectators)
+        for out in shown:
             release(out.message, out.key)
         room = handle.room
         if not room.spectators:
@@ -582,17 +592,7 @@ class Hub:
             for board in boards:
                 self.broadcast(old, board)
         if updates:
-            update = m.SpectatorUpdate(progress, tuple(boards))
-            frames: dict[codec.Encoding, Frame] = {}
-            put = self._put  # held, like every frame, while what it shows is not logged
-            for conn in updates:
-                frame = frames.get(conn.encoding)
-                if frame is None:
-                    frame = frames[conn.encoding] = codec.encode_update(
-                        update, conn.encoding, ready.get(conn.encoding)
-                    )
-                put(conn, frame)
-            self.metrics.hot.frames_sent += len(updates)
+            self._send_update(updates, m.SpectatorUpdate(progress, tuple(boards)), ready)
         return True
 
     def drop_room(self, code: str) -> list[Connection]:

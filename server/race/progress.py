@@ -17,7 +17,7 @@ from protocol.wire.messages import PlayerProgress, Progress, RoomOptions, Specta
 from server.race.outputs import Output, ToPlayers, ToSpectators
 from server.race.race import Race, Racer
 from server.race.room_types import Seat
-from server.race.spectate import ALL_CARDS, BoardsShown, spectator_view, visible_cards
+from server.race.spectate import BoardsShown, shown_cards, spectator_view
 
 
 def progress_frames(
@@ -72,7 +72,7 @@ def current_frame(
     racer = race.racers.get(player_id) if kind == "board" else None
     if racer is None:
         return None
-    visible = ALL_CARDS if open_boards else visible_cards(race)
+    visible = shown_cards(race, open_boards)
     view = spectator_view(racer, visible, race.positions, race.peak_cards)
     return SpectatorBoard(player_id, view, elapsed)
 

@@ -84,9 +84,9 @@ class ProgressFlush:
             if boards_wanted(options, spectators)
             else ()
         )
-        if ghosts:
-            seats = {**seats, **_ghost_seats(ghosts)}
-        outputs = progress_frames(race, seats, boards, now_ms, with_progress=bounded)
+        outputs = progress_frames(
+            race, _with_ghosts(seats, ghosts), boards, now_ms, with_progress=bounded
+        )
         self.dirty.clear()
         return outputs
 
@@ -103,14 +103,16 @@ class ProgressFlush:
         :meth:`flush`), for a catch-up: nothing of this bookkeeping changes."""
         if race is None:
             return None
-        if ghosts:
-            seats = {**seats, **_ghost_seats(ghosts)}
-        return current_frame(race, seats, key, options.open_boards, now_ms)
+        return current_frame(race, _with_ghosts(seats, ghosts), key, options.open_boards, now_ms)
 
 
-def _ghost_seats(runs: Sequence[GhostRun]) -> dict[str, Seat]:
-    """The ghosts as always-connected seats, for the progress lines."""
-    return {
+def _with_ghosts(seats: Mapping[str, Seat], runs: Sequence[GhostRun]) -> Mapping[str, Seat]:
+    """``seats`` and the ghosts of ``runs`` as always-connected seats, for the progress
+    lines."""
+    if not runs:
+        return seats
+    ghosts = {
         member.player_id: Seat(Identity(member.player_id, member.name), True, True)
         for member in ghost_members(runs)
     }
+    return {**seats, **ghosts}

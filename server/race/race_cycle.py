@@ -375,16 +375,19 @@ class RaceCycle:
         ``"board:<player>"``): what a spectator feed without delay keeps only a mark of
         (:data:`server.race.spectate.LIVE_KINDS`)."""
         return self._progress.current(
-            self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
-            self.options, key, now_ms,
+            self.race, self.seats, self._racing_ghosts(), self.options, key, now_ms
         )
+
+    def _racing_ghosts(self) -> Sequence[GhostRun]:
+        """The runs racing as ghosts in the current race (none before it started)."""
+        return self.ghost_runs if self._ghosts is not None else ()
 
     def _flush(self, now_ms: int, *, final: bool = False) -> list[Output]:
         """The progress flush, now (``final``: at the race's end, see
         :meth:`server.race.progress_flush.ProgressFlush.flush`)."""
         return self._progress.flush(
-            self.race, self.seats, self.ghost_runs if self._ghosts is not None else (),
-            self.options, self.spectators, now_ms, final=final,
+            self.race, self.seats, self._racing_ghosts(), self.options, self.spectators,
+            now_ms, final=final,
         )
 
     def _end_race(self, now_ms: int, ended_by: RaceEnd) -> list[Output]:

@@ -198,6 +198,12 @@ def visible_cards(race: Race) -> int:
     return visible
 
 
+def shown_cards(race: Race, open_boards: bool) -> int:
+    """The cards spectators may see faces of now: every card with open boards, else
+    :func:`visible_cards`."""
+    return ALL_CARDS if open_boards else visible_cards(race)
+
+
 def spectator_view(
     racer: Racer, visible: int, positions: Mapping[int, int] | None = None,
     peak_cards: int = ALL_CARDS,
@@ -292,7 +298,7 @@ class BoardsShown:
         counters, or of another game, has changed; with the same ones, it has when
         other faces are hidden.
         """
-        visible = ALL_CARDS if open_boards else visible_cards(race)
+        visible = shown_cards(race, open_boards)
         wanted = None if visible != self._visible else set(moved)
         self._visible = visible
         elapsed = race.elapsed(race.end_ms or now_ms)

@@ -24,10 +24,12 @@ T0 = int(time.time() * 1000)
 
 
 @pytest.fixture
-async def store() -> AsyncIterator[RaceStore]:
-    opened = await RaceStore.connect("sqlite:///:memory:")
-    yield opened
-    await opened.close()
+async def hub() -> AsyncIterator[Hub]:
+    store = await RaceStore.connect("sqlite:///:memory:")
+    made = Hub(Settings(), store, None, None)  # type: ignore[arg-type]
+    yield made
+    made.flushes.close()
+    await store.close()
 
 
 def _racing_room(hub: Hub) -> RoomHandle:
@@ -59,44 +61,36 @@ def _moves(handle: RoomHandle, hub: Hub, count: int, at: int) -> None:
         hub.run(handle, outputs)
 
 
-async def test_a_catch_up_shows_the_race_as_it_stands_not_as_last_flushed(
-    store: RaceStore,
-) -> None:
-    hub = Hub(Settings(), store, None, None)  # type: ignore[arg-type]
-    try:
-        handle = _racing_room(hub)
-        _moves(handle, hub, 1, T0 + 100)
-        for slot_ms, filed in hub.flushes.take():
-            hub._flush_slot(max(slot_ms, hub.now_ms()), filed)  # the flush of move 1
-        _moves(handle, hub, 3, T0 + 200)  # not flushed yet
-        frames = hub.catch_up(handle)
-        kinds = [type(frame).__name__ for frame in frames]
-        assert kinds == ["RaceStart", "Progress", "SpectatorBoard", "SpectatorBoard"]
-        progress = frames[1]
-        assert isinstance(progress, m.Progress)
-        assert {line.player_id: line.moves for line in progress.players} == {"ann": 4, "bob": 0}
-        ann = next(f for f in frames if isinstance(f, m.SpectatorBoard) and f.player_id == "ann")
-        assert ann.view.moves == 4
-    finally:
-        hub.flushes.close()
+def _flush(hub: Hub) -> None:
+    """Every progress flush filed, now."""
+    for slot_ms, filed in hub.flushes.take():
+        hub._flush_slot(max(slot_ms, hub.now_ms()), filed)
 
 
-async def test_a_catch_up_shows_nothing_of_a_race_whose_start_is_still_held(
-    store: RaceStore,
-) -> None:
-    hub = Hub(Settings(), store, None, None)  # type: ignore[arg-type]
-    try:
-        handle = _racing_room(hub)
-        _moves(handle, hub, 2, T0 + 100)
-        for slot_ms, filed in hub.flushes.take():
-            hub._flush_slot(max(slot_ms, hub.now_ms()), filed)
-        # The room has moved on to a race whose race_start the feed has not released
-        # (held while the last result is written): its marks are left out, and the
-        # race it did release is all a late spectator gets.
-        handle.room.race_id = "race-2"
-        frames = hub.catch_up(handle)
-        assert [type(frame).__name__ for frame in frames] == ["RaceStart"]
-        start = frames[0]
-        assert isinstance(start, m.RaceStart) and start.race_id == "race-1"
-    finally:
-        hub.flushes.close()
+async def test_a_catch_up_shows_the_race_as_it_stands_not_as_last_flushed(hub: Hub) -> None:
+    handle = _racing_room(hub)
+    _moves(handle, hub, 1, T0 + 100)
+    _flush(hub)  # the flush of move 1
+    _moves(handle, hub, 3, T0 + 200)  # not flushed yet
+    frames = hub.catch_up(handle)
+    kinds = [type(frame).__name__ for frame in frames]
+    assert kinds == ["RaceStart", "Progress", "SpectatorBoard", "SpectatorBoard"]
+    progress = frames[1]
+    assert isinstance(progress, m.Progress)
+    assert {line.player_id: line.moves for line in progress.players} == {"ann": 4, "bob": 0}
+    ann = next(f for f in frames if isinstance(f, m.SpectatorBoard) and f.player_id == "ann")
+    assert ann.view.moves == 4
+
+
+async def test_a_catch_up_shows_nothing_of_a_race_whose_start_is_still_held(hub: Hub) -> None:
+    handle = _racing_room(hub)
+    _moves(handle, hub, 2, T0 + 100)
+    _flush(hub)
+    # The room has moved on to a race whose race_start the feed has not released
+    # (held while the last result is written): its marks are left out, and the
+    # race it did release is all a late spectator gets.
+    handle.room.race_id = "race-2"
+    frames = hub.catch_up(handle)
+    assert [type(frame).__name__ for frame in frames] == ["RaceStart"]
+    start = frames[0]
+    assert isinstance(start, m.RaceStart) and start.race_id == "race-1"
