@@ -12,6 +12,19 @@ least ``commit_gap_s`` after the one before: an idle server commits at once,
 a busy one in larger groups (each costs a transaction and a sync whatever its
 size, and the outputs it releases join into fewer writes).
 
+A log that can take an append without being awaited
+(:class:`~server.recovery.log.Submitting`: a SQLite file) is handed each group
+by :meth:`Journal._launch`, and the commits of a busy spell follow each other
+from its completion callback (:meth:`Journal._submitted`, :meth:`Journal._go_on`):
+the loop turn that learns a commit is on disk carries out what it held and
+hands over the next group, or sets a timer for the end of its gap.  An awaited
+append resumes the task one turn of the loop later, and a busy loop's turns
+are long: at 6,000 players, in one commit cycle of six, 15 ms on average passed
+between the frames of one commit going out and the next commit's start.  The
+task itself starts each such chain after a quiet spell, and takes over a group
+that must be awaited: one with rooms to drop, one the log would not take so,
+and one whose submitted commit failed (the tries again).
+
 A log that keeps refusing is not allowed to stop the races: after
 :data:`RETRIES` the held outputs go out anyway, the rooms of the failed
 entries stop being logged (their logs are dropped, so a restart cannot
@@ -24,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
@@ -49,12 +63,22 @@ class Sender(Protocol):
     def send(self, frame: Any, /) -> None: ...
 
 
+#: A group taken for a commit: the rooms and inputs staged, the outputs held, the drops.
+_Group = tuple[list[str], list["Logged | str"], list[Any], list[str]]
+#: A group the committer task awaits itself: its runs, held outputs, drops, and why its
+#: first try (submitted) failed, if it did.
+_Handoff = tuple[list[Run], list[Any], list[str], str | None]
+Submit = Callable[[Sequence[Run], Callable[[BaseException | None], object]], bool]
+
+
 class Journal:
     """Logs rooms' inputs in group commits; see the module docstring.
 
     ``batch()`` is entered while held outputs are carried out (the hub's write
     batch, so their frames join into as few writes as possible).
     """
+
+    _loop: asyncio.AbstractEventLoop  # from start()
 
     def __init__(
         self,
@@ -96,12 +120,22 @@ class Journal:
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
+        # ---- the commits' chain (see _run) ----
+        #: The log's append without awaiting, if it has one.
+        self._submit: Submit | None = getattr(log, "submit", None)
+        #: When the last commit began (loop time): the next one waits for the gap after it.
+        self._last_start = -math.inf
+        #: Resolved when a chain of submitted commits ends: with ``None``, or with the
+        #: group the committer task must await itself.
+        self._chain_end: asyncio.Future[_Handoff | None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     # ---- what the hub calls ------------------------------------------------------
     def start(self) -> None:
         """Start the background committer."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._loop = asyncio.get_running_loop()
+            self._task = self._loop.create_task(self._run())
 
     def record(self, room: str, given: Logged) -> None:
         """Log ``given``, an input that changed room ``room``, in the next commit."""
@@ -167,6 +201,9 @@ class Journal:
         """Commit what is recorded, carry out what is held, and stop recording."""
         await self.flush()
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -187,33 +224,102 @@ class Journal:
             self._wake.set()
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        last_start = -self.commit_gap_s
+        loop = self._loop
         while True:
             await self._wake.wait()
-            pause = last_start + self.commit_gap_s - loop.time()
+            pause = self._last_start + self.commit_gap_s - loop.time()
             if pause > 0:
                 await asyncio.sleep(pause)  # what comes meanwhile joins this commit
-            last_start = loop.time()
-            self._wake.clear()
-            self._woken = False
-            if not (self._staged or self._held or self._drops):
+            group = self._take()
+            if group is None:
                 self._idle.set()
                 continue
-            staged, self._staged = self._staged, []
-            rooms, self._staged_rooms = self._staged_rooms, []
-            held, self._held = self._held, []
-            drops, self._drops = self._drops, []
-            self._busy = self.holding = True
-            try:
-                await self._commit(rooms, staged)
-                if drops:
-                    await self._drop(drops)
-            finally:
-                self._busy = False
-                self._release(held)
+            self._chain_end = loop.create_future()
+            handoff = self._launch(*group)
+            if handoff is None:  # submitted: the chain of commits goes on in callbacks
+                handoff = await self._chain_end
+            if handoff is not None:
+                runs, held, drops, error = handoff
+                try:
+                    await self._commit(runs, error)
+                    if drops:
+                        await self._drop(drops)
+                finally:
+                    self._busy = False
+                    self._release(held)
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
+
+    def _take(self) -> _Group | None:
+        """Everything recorded, held and dropped since the last commit began: the next
+        commit's group (``None``: nothing)."""
+        self._last_start = self._loop.time()
+        self._wake.clear()
+        self._woken = False
+        if not (self._staged or self._held or self._drops):
+            return None
+        group = (self._staged_rooms, self._staged, self._held, self._drops)
+        self._staged_rooms, self._staged, self._held, self._drops = [], [], [], []
+        self._busy = self.holding = True
+        return group
+
+    def _launch(
+        self, rooms: list[str], staged: list[Logged | str], held: list[Any], drops: list[str]
+    ) -> _Handoff | None:
+        """Hand a group to the log's :meth:`~server.recovery.log.Submitting.submit` (its
+        outputs then go out from :meth:`_submitted`); or, when it cannot go so (drops, no
+        entries, a log that must be awaited), what the committer task awaits instead."""
+        runs = self._runs(rooms, staged)
+        if runs and not drops and self._submit is not None:
+            started = self._loop.time()
+            if self._submit(runs, lambda error: self._submitted(runs, held, started, error)):
+                return None
+        return runs, held, drops, None
+
+    def _submitted(
+        self, runs: list[Run], held: list[Any], started: float, error: BaseException | None
+    ) -> None:
+        """A submitted commit ended (on the loop): send what it held, then the next group,
+        if it may go the same way, at once or at the end of its gap."""
+        try:
+            if error is not None:  # the tries again are the committer task's
+                self._end_chain((runs, held, [], str(error) or type(error).__name__))
+                return
+            self._succeeded(runs, self._loop.time() - started)
+            self._busy = False
+            self._release(held)
+            self._go_on()
+        except Exception as exc:  # the task must learn of it, or nothing would commit again
+            self._end_chain(exc)
+
+    def _go_on(self) -> None:
+        """The next group of the chain: at once when the gap since the last commit began
+        is over, else at its end; the chain ends (the task takes over) when nothing
+        waits, when rooms are to be dropped, or once the journal is closing."""
+        self._timer = None
+        try:
+            if self._closed or self._drops or not (self._staged or self._held):
+                self._end_chain(None)
+                return
+            wait = self._last_start + self.commit_gap_s - self._loop.time()
+            if wait > 0:
+                self._timer = self._loop.call_later(wait, self._go_on)
+                return
+            group = self._take()
+            handoff = self._launch(*group) if group is not None else None
+            if handoff is not None:
+                self._end_chain(handoff)
+        except Exception as exc:
+            self._end_chain(exc)
+
+    def _end_chain(self, result: _Handoff | Exception | None) -> None:
+        end = self._chain_end
+        if end is None or end.done():
+            return
+        if isinstance(result, Exception):
+            end.set_exception(result)
+        else:
+            end.set_result(result)
 
     def _runs(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> list[Run]:
         """Each room's staged inputs as one run, numbered on from the room's next index;
@@ -234,27 +340,31 @@ class Journal:
             runs.append(Run(room, first, self.epoch, data))
         return runs
 
-    async def _commit(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> None:
-        runs = self._runs(rooms, staged)
-        if not runs:
-            return
-        clock = asyncio.get_running_loop().time
-        for pause in (*RETRIES, None):
+    async def _commit(self, runs: Sequence[Run], error: str | None = None) -> None:
+        """Append ``runs``, trying again after each pause of :data:`RETRIES`; ``error``:
+        the first try was made (submitted) and failed so."""
+        clock = self._loop.time
+        pauses = list(RETRIES)
+        while runs:
+            if error is not None:
+                if not pauses:
+                    self._failed(runs, error)
+                    return
+                await asyncio.sleep(pauses.pop(0))
             started = clock()
             try:
                 await self.log.append(runs)
             except Exception as exc:  # whatever the back end raises, the races go on
                 error = str(exc) or type(exc).__name__
-                if pause is not None:
-                    await asyncio.sleep(pause)
-                    continue
-                self._failed(runs, error)
-                return
-            self.on_commit(clock() - started)
-            self.problem = None
-            self.entries_written += sum(len(run.data) for run in runs)
-            self.commits += 1
+                continue
+            self._succeeded(runs, clock() - started)
             return
+
+    def _succeeded(self, runs: Sequence[Run], seconds: float) -> None:
+        self.on_commit(seconds)
+        self.problem = None
+        self.entries_written += sum(len(run.data) for run in runs)
+        self.commits += 1
 
     def _failed(self, runs: Sequence[Run], error: str) -> None:
         """The log refused these runs for good: their rooms are no longer logged."""

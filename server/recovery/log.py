@@ -27,11 +27,14 @@ Contract (every back end):
 * :meth:`InputLog.drop` forgets rooms whose logs are no longer needed (closed
   rooms); dropping an unknown room does nothing.
 * :meth:`InputLog.rooms` names every room that has a log.
+* A back end may also offer :meth:`Submitting.submit`, :meth:`InputLog.append`
+  without being awaited (the SQLite file's does): the journal then commits a
+  busy server's groups one after another from its completion callbacks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -75,4 +78,19 @@ class InputLog(Protocol):
 
     async def drop(self, rooms: Sequence[str]) -> None:
         """Forget these rooms' logs."""
+        ...
+
+
+class Submitting(InputLog, Protocol):
+    """A log that can also take an append without being awaited, so the event loop's
+    turn that learns of a commit can carry out what the commit held (an awaited append
+    resumes its caller one turn of the loop later, and a busy server's turns are
+    long)."""
+
+    def submit(
+        self, runs: Sequence[Run], done: Callable[[BaseException | None], object]
+    ) -> bool:
+        """:meth:`append` without awaiting: ``done`` is called on the event loop with
+        ``None`` once every entry is durable, or with the error that refused them.  False
+        (nothing done) when it cannot take this one so: await :meth:`append` instead."""
         ...

@@ -28,7 +28,14 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
-from server.storage.sqlite_inputlog import FOLD_EVERY_S, TAILS, Row, SqliteAppender, insert_sql
+from server.storage.sqlite_inputlog import (
+    FOLD_EVERY_S,
+    TAILS,
+    Done,
+    Row,
+    SqliteAppender,
+    insert_sql,
+)
 from server.storage.store import RaceStore, StorageError
 
 metadata: Final = sa.MetaData()
@@ -132,6 +139,23 @@ class SqlInputLog:
             raise StorageError(
                 f"cannot append to the input log of {self.store.url}: {reason}"
             ) from exc
+
+    def submit(self, runs: Sequence[LogRun], done: Done) -> bool:
+        """:meth:`append` without awaiting it (:class:`~server.recovery.log.Submitting`):
+        ``done`` is called on the event loop with ``None`` once the runs are on disk, or
+        with the error that refused them.  False, and nothing done, where it cannot: not
+        a SQLite file, or one of the store's own writers has its turn (:meth:`append`
+        waits behind it).  A writer that takes its turn while such an append is under way
+        meets SQLite's lock instead, and waits its busy timeout."""
+        if self._appender is None or self.store.writer_turn.locked():
+            return False
+        try:
+            rows = _rows(runs)
+        except StorageError as exc:
+            asyncio.get_running_loop().call_soon(done, exc)
+            return True
+        self._appender.submit(rows, done)
+        return True
 
     @property
     def fold_problem(self) -> str | None:

@@ -89,8 +89,10 @@ def insert_sql(rows: int, table: str = "room_inputs") -> str:
     return f"INSERT INTO {table} ({_COLUMNS}) VALUES {values}"
 
 
+#: Called on the event loop once an append is on disk (``None``) or refused (the error).
+Done = Callable[[BaseException | None], object]
 #: What the thread is handed: rows and whom to tell, or ``None`` and whom to tell it stopped.
-_Job = tuple[Sequence[Row] | None, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+_Job = tuple[Sequence[Row] | None, asyncio.AbstractEventLoop, Done]
 
 
 class Fold:
@@ -214,10 +216,19 @@ class SqliteAppender:
         Raises :class:`~server.storage.store.StorageError` (nothing written) when SQLite
         refuses them or the appender is closed.
         """
-        if self._closed:
-            raise StorageError(f"the input log of {self.url} is closed")
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.submit(rows, functools.partial(_resolve, done))
+        await done
+
+    def submit(self, rows: Sequence[Row], done: Done) -> None:
+        """:meth:`append` without waiting: ``done`` is called on the running event loop
+        with ``None`` once the rows are on disk, or with the error that refused them
+        (a :class:`~server.storage.store.StorageError`).  The journal's commits come this
+        way: the loop turn that learns of a commit also sends what it held."""
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
+        if self._closed:
+            loop.call_soon(done, StorageError(f"the input log of {self.url} is closed"))
+            return
         self._jobs.put((rows, loop, done))
         if self._thread is None:
             # Daemons: a server that never closes its log still exits (what is not
@@ -230,7 +241,6 @@ class SqliteAppender:
             )
             self._thread.start()
             self._folder.start()
-        await done
 
     async def close(self) -> None:
         """Finish the appends handed over so far, close the connections, end the threads.
@@ -242,7 +252,7 @@ class SqliteAppender:
         loop = asyncio.get_running_loop()
         if thread is not None and thread.is_alive():
             done: asyncio.Future[None] = loop.create_future()
-            self._jobs.put((None, loop, done))
+            self._jobs.put((None, loop, functools.partial(_resolve, done)))
             await done
             thread.join()  # it has nothing left to do but return
         if folder is not None:
@@ -472,11 +482,9 @@ def _after_failure(conn: sqlite3.Connection | None) -> sqlite3.Connection | None
     return conn
 
 
-def _settle(
-    loop: asyncio.AbstractEventLoop, done: asyncio.Future[None], error: BaseException | None
-) -> None:
+def _settle(loop: asyncio.AbstractEventLoop, done: Done, error: BaseException | None) -> None:
     with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-        loop.call_soon_threadsafe(_resolve, done, error)
+        loop.call_soon_threadsafe(done, error)
 
 
 def _resolve(done: asyncio.Future[None], error: BaseException | None) -> None:

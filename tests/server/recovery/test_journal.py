@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from protocol.wire.messages import MoveAction
 from server.recovery.journal import RETRIES, Journal
+from server.recovery.log import Run
 from server.storage.inputlog import SqlInputLog
 from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
 from server.storage.store import RaceStore
@@ -158,3 +159,160 @@ async def test_a_busy_journal_waits_its_gap_and_commits_what_came_meanwhile_toge
         assert loop.time() - began >= 0.2
         assert journal.commits == 2 and journal.entries_written == 4
         assert socket.sent == [(1, 1), (2, 4), (3, 4), (4, 4)]
+
+
+class CountingLog(SqlInputLog):
+    """The real input log, counting the appends that were submitted and those awaited."""
+
+    def __init__(self, store: RaceStore, **kwargs: float) -> None:
+        super().__init__(store, **kwargs)
+        self.submitted = 0
+        self.awaited = 0
+
+    def submit(self, runs: Sequence[Run], done: Callable[[BaseException | None], object]) -> bool:
+        went = super().submit(runs, done)
+        self.submitted += went
+        return went
+
+    async def append(self, runs: Sequence[Run]) -> None:
+        self.awaited += 1
+        await super().append(runs)
+
+
+@contextlib.asynccontextmanager
+async def counted(
+    store: RaceStore, *, commit_gap_s: float = 0.0, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S
+) -> AsyncIterator[tuple[CountingLog, Journal]]:
+    log = CountingLog(store, busy_timeout_s=busy_timeout_s)
+    journal = Journal(log, 1, commit_gap_s=commit_gap_s)
+    journal.start()
+    try:
+        yield log, journal
+    finally:
+        await journal.close()
+        await log.close()
+
+
+async def test_busy_commits_follow_each_other_from_the_log_s_callbacks_not_the_task(
+    store: RaceStore,
+) -> None:
+    """Moves that keep coming are committed one group after another, each submitted from
+    the completion of the one before (the committer task wakes only at the start and the
+    end), every frame after its moves are on disk, and every group a gap apart."""
+    async with counted(store, commit_gap_s=0.005) as (log, journal):
+        socket = Socket(path_of(store))
+        loop = asyncio.get_running_loop()
+        journal.open("A")
+        journal.open("B")
+        began = loop.time()
+        for seq in range(1, 121):
+            journal.record_move("A" if seq % 2 else "B", "p1", seq, MoveAction.DRAW, None, seq)
+            journal.hold_send(socket, seq)
+            await asyncio.sleep(0.001)
+        await journal.flush()
+        took = loop.time() - began
+        assert [frame for frame, _ in socket.sent] == list(range(1, 121))
+        assert all(durable >= frame for frame, durable in socket.sent)
+        assert log.awaited == 0 and log.submitted == journal.commits
+        assert 5 <= journal.commits <= took / 0.005 + 1  # never two within a gap
+        assert journal.entries_written == 120
+        assert [index for index, _e, _d in await log.read("A")] == list(range(60))
+
+
+async def test_a_store_writer_s_turn_makes_the_commit_wait_for_it(store: RaceStore) -> None:
+    """While one of the store's own writers has its turn the journal does not submit: it
+    awaits the append, which waits behind the writer; nothing goes out before."""
+    async with counted(store) as (log, journal):
+        socket = Socket(path_of(store))
+        journal.open("A")
+        async with store.writer_turn:
+            journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
+            journal.hold_send(socket, "answer")
+            await asyncio.sleep(0.1)
+            assert socket.sent == [] and journal.holding
+        await journal.flush()
+        assert socket.sent == [("answer", 1)]
+        assert log.awaited == 1 and log.submitted == 0
+        # With the turn free again, the next commit is submitted.
+        journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 2)
+        journal.hold_send(socket, "next")
+        await journal.flush()
+        assert socket.sent[-1] == ("next", 2) and log.submitted == 1
+
+
+async def test_a_submitted_commit_refused_once_is_tried_again_and_then_goes_out(
+    store: RaceStore,
+) -> None:
+    """A submitted commit that meets another writer's lock is tried again by the task after
+    the first pause; its frames go out once it is on disk, and the chain goes on."""
+    path = path_of(store)
+    async with counted(store, busy_timeout_s=0.02) as (log, journal):
+        socket = Socket(path)
+        journal.open("A")
+        with write_locked(path):
+            journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
+            journal.hold_send(socket, 1)
+            async with asyncio.timeout(10):
+                while log.awaited == 0:  # the submitted try met the lock; the task tries again
+                    await asyncio.sleep(0.005)
+            assert socket.sent == [] and log.submitted == 1
+        await journal.flush()
+        assert socket.sent == [(1, 1)] and journal.problem is None
+        assert log.submitted == 1 and log.awaited >= 1  # the tries again are awaited
+        journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 2)
+        journal.hold_send(socket, 2)
+        await journal.flush()
+        assert socket.sent[-1] == (2, 2) and log.submitted == 2
+
+
+async def test_rooms_forgotten_while_commits_follow_each_other_are_dropped_after_them(
+    store: RaceStore,
+) -> None:
+    """A drop ends the chain of submitted commits: the task commits what came before it,
+    drops the room, and later commits are submitted again."""
+    async with counted(store, commit_gap_s=0.002) as (log, journal):
+        socket = Socket(path_of(store))
+        journal.open("A")
+        journal.open("B")
+        for seq in range(1, 41):
+            journal.record_move("A", "p1", seq, MoveAction.DRAW, None, seq)
+            journal.record_move("B", "p2", seq, MoveAction.DRAW, None, seq)
+            journal.hold_send(socket, seq)
+            if seq == 20:
+                journal.forget("A")
+            await asyncio.sleep(0.001)
+        await journal.flush()
+        assert [frame for frame, _ in socket.sent] == list(range(1, 41))
+        assert await log.rooms() == ["B"]
+        assert [index for index, _e, _d in await log.read("B")] == list(range(40))
+        assert log.awaited >= 1 and log.submitted >= 2
+
+
+async def test_closing_while_the_next_commit_waits_for_its_gap_commits_it_first(
+    store: RaceStore,
+) -> None:
+    """Moves that come while a submitted commit is under way wait for the gap after it
+    (a timer of the chain, not the task); closing meanwhile commits them first."""
+    log = CountingLog(store)
+    journal = Journal(log, 1, commit_gap_s=0.3)
+    socket = Socket(path_of(store))
+    loop = asyncio.get_running_loop()
+    journal.start()
+    journal.open("A")
+    began = loop.time()
+    journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
+    journal.hold_send(socket, 1)
+    async with asyncio.timeout(5):
+        while log.submitted == 0:
+            await asyncio.sleep(0)
+    journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 2)
+    journal.hold_send(socket, 2)
+    async with asyncio.timeout(5):
+        while not socket.sent:
+            await asyncio.sleep(0.005)
+    assert socket.sent == [(1, 1)]
+    await journal.close()
+    await log.close()
+    assert loop.time() - began >= 0.3
+    assert socket.sent == [(1, 1), (2, 2)]
+    assert log.submitted == 2 and log.awaited == 0
