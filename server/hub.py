@@ -140,6 +140,7 @@ class Hub:
         self.batch = WriteBatch()
         if journal is not None:
             journal.batch = lambda: self.batch  # held frames go out in one write per socket
+            journal.write_first = self.batch.write_now  # the answers' sockets first
         self.closing = False
         self.storing: Storing[RoomHandle] = Storing(
             store, self.batch, self.deliver,
@@ -661,7 +662,10 @@ class Hub:
         else:
             if outcome[FRESH]:  # a resend changed nothing: nothing to log
                 journal.record_move(room.code, pid, seq, action, position, now_ms)
-            self._put(conn, move_result_msgpack(outcome))
+            if journal.holding:
+                journal.hold_answer(conn, move_result_msgpack(outcome))
+            else:
+                conn.send(move_result_msgpack(outcome))
         hot = self.metrics.hot
         hot.frames_sent += 1
         reason = outcome[REASON]

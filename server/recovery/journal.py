@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -111,6 +112,11 @@ class Journal:
         self._staged_rooms: list[str] = []
         #: Held outputs, two items each: a sender and a frame, or an action and _CALL.
         self._held: list[Any] = []
+        #: The targets of the answers held (:meth:`hold_answer`) since the last commit.
+        self._answered: list[Any] = []
+        #: Called, inside the batch that carries out a commit's outputs, with the targets
+        #: of its answers: the hub writes their sockets before the batch's other ones.
+        self.write_first: Callable[[list[Any]], object] = lambda targets: None
         self._drops: list[str] = []
         self._busy = False  # a commit is under way
         self._releasing = False
@@ -181,6 +187,12 @@ class Journal:
             self.holding = True
         if not self._woken:
             self._kick()
+
+    def hold_answer(self, target: Sender, frame: object) -> None:
+        """:meth:`hold_send` of an answer someone waits for: when its commit's outputs go
+        out, the sockets of such answers are written first (:attr:`write_first`)."""
+        self.hold_send(target, frame)
+        self._answered.append(target)
 
     def forget(self, room: str) -> None:
         """Room ``room`` closed: drop its log after what is recorded of it."""
@@ -258,6 +270,9 @@ class Journal:
         self._woken = False
         if not (self._staged or self._held or self._drops):
             return None
+        if self._answered:  # after every other output of the group, inside its batch
+            self._held += (functools.partial(self.write_first, self._answered), _CALL)
+            self._answered = []
         group = (self._staged_rooms, self._staged, self._held, self._drops)
         self._staged_rooms, self._staged, self._held, self._drops = [], [], [], []
         self._busy = self.holding = True

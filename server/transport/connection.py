@@ -172,6 +172,8 @@ class Connection:
     def write_staged(self) -> None:
         """Write what the batch held back, in one piece (dropped if the socket went)."""
         staged = self.staged
+        if not staged:  # written already (WriteBatch.write_now), or nothing held back
+            return
         data = b"".join(staged)
         # Emptied, not replaced: a new list per write would be a young object of every
         # connection that wrote, each walked by the garbage collector's next collection.

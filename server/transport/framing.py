@@ -74,6 +74,12 @@ class WriteBatch:
     def __enter__(self) -> None:
         self.depth += 1
 
+    def write_now(self, conns: list[Staged]) -> None:
+        """Write what ``conns`` hold back now, before the batch's other sockets (those
+        that wait for an answer in it); the batch's end then skips them."""
+        for conn in conns:
+            conn.write_staged()
+
     def __exit__(self, *_exc: object) -> None:
         self.depth -= 1
         if not self.depth:
