@@ -178,7 +178,8 @@ class Hub:
         self._loop = loop
         #: The rooms whose progress flush is due, by slot of time.
         self.flushes: FlushSlots[RoomHandle] = FlushSlots(
-            loop, lambda at_ms: (at_ms - self._clock_offset_ms) / 1000, self._flush_slot
+            loop, lambda at_ms: (at_ms - self._clock_offset_ms) / 1000, self._flush_slot,
+            interval_ms=1000 / settings.progress_hz,
         )
         #: The daily deal (its clock is this hub's).
         self.daily = DailyService(store, self.dealing.deal_in_pool, self.now_ms)

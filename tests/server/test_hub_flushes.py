@@ -14,7 +14,7 @@ from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from server import logs
-from server.hub_flushes import SLOT_MS, FlushSlots
+from server.hub_flushes import LATE_SLOTS, MIN_PER_SLOT, SLOT_MS, FlushSlots
 from server.race.outputs import Output
 from tests.serverutil import move_request, open_room, running_server
 
@@ -106,3 +106,57 @@ async def test_a_room_whose_flush_fails_is_logged_and_the_rooms_beside_it_still_
         failed = [r for r in caplog.records if r.getMessage() == "progress_flush_failed"]
         assert failed and failed[0].__dict__["fields"] == {"room": broken.code}
         assert not any(isinstance(f, m.Progress) for f in bob.frames)
+
+
+def _spread(slots: FlushSlots[str]) -> dict[int, list[str]]:
+    return dict(slots.take())
+
+
+async def test_a_full_slot_passes_rooms_on_to_the_next_ones_never_more_than_late_slots() -> None:
+    """300 rooms due in one slot, flushes 250 ms apart (25 slots): each slot takes its
+    share and a quarter more (here the floor of 16); the rest go to the next slots, at
+    most LATE_SLOTS on, the last of which takes whatever is left."""
+    loop = asyncio.get_running_loop()
+    seen = Recorder(loop, 0)
+    slots: FlushSlots[str] = FlushSlots(loop, seen.loop_time, seen.flush, interval_ms=250)
+    due = 10_000_005
+    rooms = [f"r{i}" for i in range(300)]
+    for room in rooms:
+        slots.add(room, due)
+    first = -(-due // SLOT_MS) * SLOT_MS
+    filed = _spread(slots)
+    assert sorted(filed) == [first + k * SLOT_MS for k in range(LATE_SLOTS + 1)]
+    assert [len(filed[slot]) for slot in sorted(filed)][:-1] == [MIN_PER_SLOT] * LATE_SLOTS
+    assert sorted(r for filed_rooms in filed.values() for r in filed_rooms) == sorted(rooms)
+    assert filed[first] == rooms[:MIN_PER_SLOT]  # in the order filed: the first come first
+
+
+async def test_clumped_rooms_drift_apart_over_a_few_intervals_and_stay_apart() -> None:
+    """Rooms flushed at the same time are due again at the same time: refiled one interval
+    after the slot that flushed them (as the hub does), a clump of 300 rooms spreads over
+    the interval's slots within a few intervals, no slot over its share, and stays so."""
+    loop = asyncio.get_running_loop()
+    seen = Recorder(loop, 0)
+    interval = 250
+    slots: FlushSlots[str] = FlushSlots(loop, seen.loop_time, seen.flush, interval_ms=interval)
+    for i in range(300):
+        slots.add(f"r{i}", 20_000_000)
+    largest = []
+    for _round in range(12):
+        filed = _spread(slots)
+        largest.append(max(map(len, filed.values())))
+        for slot, rooms in sorted(filed.items()):
+            for room in rooms:
+                slots.add(room, slot + interval)
+    assert largest[0] > 200  # the clump, in the last slot it may go to
+    assert largest[-4:] == [slots.cap] * 4 and slots.cap == MIN_PER_SLOT  # 300 / 25 * 1.25
+    assert slots.waiting == 300
+
+
+async def test_a_quiet_server_never_passes_a_room_on() -> None:
+    loop = asyncio.get_running_loop()
+    seen = Recorder(loop, 0)
+    slots: FlushSlots[str] = FlushSlots(loop, seen.loop_time, seen.flush, interval_ms=250)
+    for i in range(MIN_PER_SLOT):
+        slots.add(f"r{i}", 30_000_001)
+    assert [slot for slot, _rooms in slots.take()] == [30_000_010]
