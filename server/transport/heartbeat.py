@@ -3,26 +3,43 @@
 aiohttp's own heartbeat re-arms a timer for every chunk a connection
 receives, which on a busy server costs about as much as the rest of reading
 a frame.  Here every frame only stamps its connection (``last_seen_ms``, set
-by the reader), and a sweep every quarter of ``heartbeat_s`` pings each
-connection that has been silent for ``heartbeat_s`` and drops one that has
-not answered its ping (with any frame, the pong included) within half of
-``heartbeat_s``, closing the socket without a handshake, as aiohttp does.
-A connection the server already gave up on (marked closed) whose close has
-not ended by then either, a peer that stopped reading holding it, is cut too.
+by the reader), and each connection is looked at every quarter of
+``heartbeat_s``: one silent for ``heartbeat_s`` is pinged, one that has not
+answered its ping (with any frame, the pong included) within half of
+``heartbeat_s`` is dropped, closing the socket without a handshake, as aiohttp
+does.  A connection the server already gave up on (marked closed) whose close
+has not ended by then either, a peer that stopped reading holding it, is cut
+too.
+
+The sweeps come :data:`PHASES` times as often and each looks at one share of
+the connections (by connection number): connections that fell silent together
+(the spectators of rooms made at the same moment) are pinged in four rounds,
+not one.  At 6,000 players, 1,500 spectators pinged in one sweep made a stall
+that doubled that second's worst round trip (30 ms more).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from server import logs
 from server.transport.connection import Connection
 
+#: Sweeps per quarter of ``heartbeat_s``, each over its share of the connections.
+PHASES: Final = 4
 
-def sweep(connections: Iterable[Connection], now_ms: int, interval_ms: int) -> None:
-    """One round at ``now_ms``: ping the silent, drop those a ping did not wake."""
+
+def sweep(
+    connections: Iterable[Connection], now_ms: int, interval_ms: int, phase: int | None = None
+) -> None:
+    """One round at ``now_ms``: ping the silent, drop those a ping did not wake; with
+    ``phase``, only among the connections whose number is ``phase`` modulo
+    :data:`PHASES`."""
     for conn in list(connections):
+        if phase is not None and conn.conn_id % PHASES != phase:
+            continue
         if conn.closed:
             if conn.closed_seen_ms is None:
                 conn.closed_seen_ms = now_ms
@@ -43,11 +60,14 @@ def sweep(connections: Iterable[Connection], now_ms: int, interval_ms: int) -> N
 async def keep_alive(
     connections: Callable[[], Iterable[Connection]], clock: Callable[[], int], interval_s: float
 ) -> None:
-    """Sweep ``connections()`` every ``interval_s / 4`` seconds, until cancelled."""
+    """Sweep one share of ``connections()`` every ``interval_s / 4 / PHASES`` seconds
+    (each connection every ``interval_s / 4``), until cancelled."""
     interval_ms = max(1, int(interval_s * 1000))
+    phase = 0
     while True:
-        await asyncio.sleep(interval_s / 4)
+        await asyncio.sleep(interval_s / 4 / PHASES)
         try:
-            sweep(connections(), clock(), interval_ms)
+            sweep(connections(), clock(), interval_ms, phase)
         except Exception:
             logs.failure("heartbeat_failed")
+        phase = (phase + 1) % PHASES
