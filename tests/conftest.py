@@ -67,3 +67,14 @@ async def store(db_url: str) -> AsyncIterator[RaceStore]:
         yield opened
     finally:
         await opened.close()
+
+
+@pytest.fixture
+async def file_store(tmp_path: Path) -> AsyncIterator[RaceStore]:
+    """A store on a fresh SQLite file (where the input log has its own thread and tails),
+    closed after the test."""
+    opened = await RaceStore.connect(f"sqlite:///{tmp_path / 'races.db'}")
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -8,13 +8,11 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-
-import pytest
+from typing import cast
 
 from protocol.wire.messages import MoveAction
 from server.recovery.journal import RETRIES, Journal
-from server.recovery.log import Run
-from server.storage.inputlog import SqlInputLog
+from server.storage.inputlog import LogRun, SqlInputLog
 from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
 from server.storage.store import RaceStore
 from tests.server.storage.test_inputlog import stored_rows, write_locked
@@ -32,15 +30,6 @@ class Socket:
         self.sent.append((frame, durable))
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[RaceStore]:
-    opened = await RaceStore.connect(f"sqlite:///{tmp_path / 'races.db'}")
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
 def path_of(store: RaceStore) -> Path:
     path = store.sqlite_path
     assert path is not None
@@ -50,10 +39,12 @@ def path_of(store: RaceStore) -> Path:
 @contextlib.asynccontextmanager
 async def started(
     store: RaceStore, epoch: int, *, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
-    commit_gap_s: float = 0.0,
+    commit_gap_s: float = 0.0, log: SqlInputLog | None = None,
 ) -> AsyncIterator[tuple[SqlInputLog, Journal]]:
-    """A started journal on ``store``'s input log, closed (journal, then log) at the end."""
-    log = SqlInputLog(store, busy_timeout_s=busy_timeout_s)
+    """A started journal on ``store``'s input log (``log``, if given), closed (journal,
+    then log) at the end."""
+    if log is None:
+        log = SqlInputLog(store, busy_timeout_s=busy_timeout_s)
     journal = Journal(log, epoch, commit_gap_s=commit_gap_s)
     journal.start()
     try:
@@ -64,10 +55,10 @@ async def started(
 
 
 async def test_held_frames_go_out_in_order_once_the_moves_before_them_are_on_disk(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
-    async with started(store, 4) as (log, journal):
-        socket = Socket(path_of(store))
+    async with started(file_store, 4) as (log, journal):
+        socket = Socket(path_of(file_store))
         journal.open("A", next_index=5)
         assert not journal.holding
         for seq in range(1, 31):
@@ -93,10 +84,10 @@ async def test_held_frames_go_out_in_order_once_the_moves_before_them_are_on_dis
 
 
 async def test_a_log_that_keeps_refusing_lets_the_frames_out_and_stops_logging_the_room(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
-    path = path_of(store)
-    async with started(store, 1, busy_timeout_s=0.05) as (log, journal):
+    path = path_of(file_store)
+    async with started(file_store, 1, busy_timeout_s=0.05) as (log, journal):
         socket = Socket(path)
         journal.open("A")
         journal.open("B")
@@ -119,11 +110,11 @@ async def test_a_log_that_keeps_refusing_lets_the_frames_out_and_stops_logging_t
 
 
 async def test_closing_commits_what_is_recorded_and_records_nothing_after(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
-    log = SqlInputLog(store)
+    log = SqlInputLog(file_store)
     journal = Journal(log, 1)
-    socket = Socket(path_of(store))
+    socket = Socket(path_of(file_store))
     journal.start()
     journal.open("A")
     journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1_000)
@@ -137,10 +128,10 @@ async def test_closing_commits_what_is_recorded_and_records_nothing_after(
 
 
 async def test_a_busy_journal_waits_its_gap_and_commits_what_came_meanwhile_together(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
-    async with started(store, 1, commit_gap_s=0.2) as (_log, journal):
-        socket = Socket(path_of(store))
+    async with started(file_store, 1, commit_gap_s=0.2) as (_log, journal):
+        socket = Socket(path_of(file_store))
         loop = asyncio.get_running_loop()
         journal.open("A")
         # After a quiet spell an input is committed at once, well within the gap.
@@ -169,12 +160,14 @@ class CountingLog(SqlInputLog):
         self.submitted = 0
         self.awaited = 0
 
-    def submit(self, runs: Sequence[Run], done: Callable[[BaseException | None], object]) -> bool:
+    def submit(
+        self, runs: Sequence[LogRun], done: Callable[[BaseException | None], object]
+    ) -> bool:
         went = super().submit(runs, done)
         self.submitted += went
         return went
 
-    async def append(self, runs: Sequence[Run]) -> None:
+    async def append(self, runs: Sequence[LogRun]) -> None:
         self.awaited += 1
         await super().append(runs)
 
@@ -184,23 +177,18 @@ async def counted(
     store: RaceStore, *, commit_gap_s: float = 0.0, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S
 ) -> AsyncIterator[tuple[CountingLog, Journal]]:
     log = CountingLog(store, busy_timeout_s=busy_timeout_s)
-    journal = Journal(log, 1, commit_gap_s=commit_gap_s)
-    journal.start()
-    try:
+    async with started(store, 1, commit_gap_s=commit_gap_s, log=log) as (_log, journal):
         yield log, journal
-    finally:
-        await journal.close()
-        await log.close()
 
 
 async def test_busy_commits_follow_each_other_from_the_log_s_callbacks_not_the_task(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
     """Moves that keep coming are committed one group after another, each submitted from
     the completion of the one before (the committer task wakes only at the start and the
     end), every frame after its moves are on disk, and every group a gap apart."""
-    async with counted(store, commit_gap_s=0.005) as (log, journal):
-        socket = Socket(path_of(store))
+    async with counted(file_store, commit_gap_s=0.005) as (log, journal):
+        socket = Socket(path_of(file_store))
         loop = asyncio.get_running_loop()
         journal.open("A")
         journal.open("B")
@@ -212,20 +200,20 @@ async def test_busy_commits_follow_each_other_from_the_log_s_callbacks_not_the_t
         await journal.flush()
         took = loop.time() - began
         assert [frame for frame, _ in socket.sent] == list(range(1, 121))
-        assert all(durable >= frame for frame, durable in socket.sent)
+        assert all(durable >= cast(int, frame) for frame, durable in socket.sent)
         assert log.awaited == 0 and log.submitted == journal.commits
         assert 5 <= journal.commits <= took / 0.005 + 1  # never two within a gap
         assert journal.entries_written == 120
         assert [index for index, _e, _d in await log.read("A")] == list(range(60))
 
 
-async def test_a_store_writer_s_turn_makes_the_commit_wait_for_it(store: RaceStore) -> None:
+async def test_a_store_writer_s_turn_makes_the_commit_wait_for_it(file_store: RaceStore) -> None:
     """While one of the store's own writers has its turn the journal does not submit: it
     awaits the append, which waits behind the writer; nothing goes out before."""
-    async with counted(store) as (log, journal):
-        socket = Socket(path_of(store))
+    async with counted(file_store) as (log, journal):
+        socket = Socket(path_of(file_store))
         journal.open("A")
-        async with store.writer_turn:
+        async with file_store.writer_turn:
             journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
             journal.hold_send(socket, "answer")
             await asyncio.sleep(0.1)
@@ -241,12 +229,12 @@ async def test_a_store_writer_s_turn_makes_the_commit_wait_for_it(store: RaceSto
 
 
 async def test_a_submitted_commit_refused_once_is_tried_again_and_then_goes_out(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
     """A submitted commit that meets another writer's lock is tried again by the task after
     the first pause; its frames go out once it is on disk, and the chain goes on."""
-    path = path_of(store)
-    async with counted(store, busy_timeout_s=0.02) as (log, journal):
+    path = path_of(file_store)
+    async with counted(file_store, busy_timeout_s=0.02) as (log, journal):
         socket = Socket(path)
         journal.open("A")
         with write_locked(path):
@@ -266,12 +254,12 @@ async def test_a_submitted_commit_refused_once_is_tried_again_and_then_goes_out(
 
 
 async def test_rooms_forgotten_while_commits_follow_each_other_are_dropped_after_them(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
     """A drop ends the chain of submitted commits: the task commits what came before it,
     drops the room, and later commits are submitted again."""
-    async with counted(store, commit_gap_s=0.002) as (log, journal):
-        socket = Socket(path_of(store))
+    async with counted(file_store, commit_gap_s=0.002) as (log, journal):
+        socket = Socket(path_of(file_store))
         journal.open("A")
         journal.open("B")
         for seq in range(1, 41):
@@ -289,13 +277,13 @@ async def test_rooms_forgotten_while_commits_follow_each_other_are_dropped_after
 
 
 async def test_closing_while_the_next_commit_waits_for_its_gap_commits_it_first(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
     """Moves that come while a submitted commit is under way wait for the gap after it
     (a timer of the chain, not the task); closing meanwhile commits them first."""
-    log = CountingLog(store)
+    log = CountingLog(file_store)
     journal = Journal(log, 1, commit_gap_s=0.3)
-    socket = Socket(path_of(store))
+    socket = Socket(path_of(file_store))
     loop = asyncio.get_running_loop()
     journal.start()
     journal.open("A")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,15 +18,6 @@ from server.storage.sqlite_inputlog import FOLD_ROWS, ROWS_PER_STATEMENT, TAILS,
 from server.storage.store import RaceStore, StorageError
 
 LOG_TABLES = ("room_inputs", *TAILS)
-
-
-@pytest.fixture
-async def file_store(tmp_path: Path) -> AsyncIterator[RaceStore]:
-    store = await RaceStore.connect(f"sqlite:///{tmp_path / 'races.db'}")
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 @contextmanager

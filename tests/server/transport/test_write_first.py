@@ -10,10 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
 from aiohttp import web
 
 from protocol.wire.codec import Encoding
@@ -83,22 +80,13 @@ async def _read(far: socket.socket, size: int) -> bytes:
     return got
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[RaceStore]:
-    opened = await RaceStore.connect(f"sqlite:///{tmp_path / 'races.db'}")
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
 async def test_a_commits_answers_go_out_before_its_other_frames_each_socket_once(
-    store: RaceStore,
+    file_store: RaceStore,
 ) -> None:
     batch, order = WriteBatch(), list[str]()
     names = ("spectator", "ann", "bob", "cy")
     members = {name: await _conn(name, batch, order) for name in names}
-    log = SqlInputLog(store)
+    log = SqlInputLog(file_store)
     journal = Journal(log, 1, batch=lambda: batch)
     journal.write_first = batch.write_now
     journal.start()
