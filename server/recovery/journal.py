@@ -48,7 +48,7 @@ from server import logs
 from server.race.inputs import Opened
 from server.race.outputs import Logged
 from server.recovery import codec
-from server.recovery.log import InputLog, Run
+from server.recovery.log import Done, InputLog, Run
 
 _encode_move: Final = codec.encode_move
 _encode: Final = codec.encode
@@ -69,7 +69,7 @@ _Group = tuple[list[str], list["Logged | str"], list[Any], list[str]]
 #: A group the committer task awaits itself: its runs, held outputs, drops, and why its
 #: first try (submitted) failed, if it did.
 _Handoff = tuple[list[Run], list[Any], list[str], str | None]
-Submit = Callable[[Sequence[Run], Callable[[BaseException | None], object]], bool]
+Submit = Callable[[Sequence[Run], Done], bool]
 
 
 class Journal:

@@ -81,15 +81,17 @@ class InputLog(Protocol):
         ...
 
 
+#: Called on the event loop once a submitted append is durable (``None``) or refused.
+Done = Callable[[BaseException | None], object]
+
+
 class Submitting(InputLog, Protocol):
     """A log that can also take an append without being awaited, so the event loop's
     turn that learns of a commit can carry out what the commit held (an awaited append
     resumes its caller one turn of the loop later, and a busy server's turns are
     long)."""
 
-    def submit(
-        self, runs: Sequence[Run], done: Callable[[BaseException | None], object]
-    ) -> bool:
+    def submit(self, runs: Sequence[Run], done: Done) -> bool:
         """:meth:`append` without awaiting: ``done`` is called on the event loop with
         ``None`` once every entry is durable, or with the error that refused them.  False
         (nothing done) when it cannot take this one so: await :meth:`append` instead."""

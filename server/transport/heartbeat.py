@@ -31,14 +31,11 @@ from server.transport.connection import Connection
 PHASES: Final = 4
 
 
-def sweep(
-    connections: Iterable[Connection], now_ms: int, interval_ms: int, phase: int | None = None
-) -> None:
-    """One round at ``now_ms``: ping the silent, drop those a ping did not wake; with
-    ``phase``, only among the connections whose number is ``phase`` modulo
-    :data:`PHASES`."""
+def sweep(connections: Iterable[Connection], now_ms: int, interval_ms: int, phase: int) -> None:
+    """One round at ``now_ms`` among the connections whose number is ``phase`` modulo
+    :data:`PHASES`: ping the silent, drop those a ping did not wake."""
     for conn in list(connections):
-        if phase is not None and conn.conn_id % PHASES != phase:
+        if conn.conn_id % PHASES != phase:
             continue
         if conn.closed:
             if conn.closed_seen_ms is None:

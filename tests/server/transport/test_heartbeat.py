@@ -71,13 +71,3 @@ async def test_connections_silent_together_are_pinged_in_phases_each_once() -> N
     for _conn, far in pairs:
         far.close()
 
-
-async def test_a_sweep_without_a_phase_looks_at_every_connection() -> None:
-    pairs = await _connections(PHASES + 1)
-    for conn, _far in pairs:
-        conn.last_seen_ms = 0
-    sweep([conn for conn, _far in pairs], INTERVAL_MS, INTERVAL_MS)
-    await asyncio.sleep(0.01)
-    assert [_pings(far) for _conn, far in pairs] == [1] * (PHASES + 1)
-    for _conn, far in pairs:
-        far.close()
