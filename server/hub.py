@@ -35,7 +35,17 @@ from protocol.deals.dealer import Difficulty
 from protocol.wire import codec
 from protocol.wire import messages as m
 from protocol.wire.errors import ErrorCode, ProtocolError
-from protocol.wire.fast import FRESH, REASON, move_result_msgpack, parse_move
+from protocol.wire.fast import (
+    FRESH,
+    REASON,
+    board_message,
+    board_msgpack,
+    move_result_msgpack,
+    parse_move,
+    progress_message,
+    progress_msgpack,
+    update_msgpack,
+)
 from protocol.wire.lifecycle import MOVE_PHASES
 from server import hub_rooms, logs
 from server.claims import Claims, Held
@@ -70,6 +80,7 @@ from server.race.outputs import (
     ToPlayers,
     ToSpectators,
 )
+from server.race.progress import FlushRows, flush_frames
 from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.race.room import Room
 from server.race.room_types import RoomTimings
@@ -88,6 +99,10 @@ if TYPE_CHECKING:  # cluster mode only: embedded servers never load Redis
     from server.cluster.routing import Router
 
 _FEED_TIMER: Final = "__feed__"
+#: The snapshot kinds of a flush's frames (its fast path needs the feed to keep marks).
+_FLUSH_KINDS: Final = ("progress", "board")
+#: The dialect whose flush frames the fast path writes from rows.
+_CURRENT_MSGPACK: Final = codec.Encoding.MSGPACK
 _MOVE_TAG: Final = m.MoveRequest.TAG
 _SAMPLE: Final = Metrics.MOVE_SAMPLE
 #: The phases in which the life-cycle table lets a seated player move, and anyone else
@@ -535,66 +550,85 @@ class Hub:
                 if room.closed or current.get(room.code) is not handle:
                     continue
                 try:
-                    outputs = room.flush_progress(now)
-                    if outputs and not self._send_flush(handle, outputs):
-                        self.run(handle, outputs)
+                    rows = room.flush_rows(now)
+                    if rows is not None and not self._send_flush(handle, rows):
+                        self.run(handle, flush_frames(rows))
                 except Exception:
                     logs.failure("progress_flush_failed", room=room.code)
 
-    def _send_flush(self, handle: RoomHandle, outputs: list[Output]) -> bool:
-        """The usual flush carried out in one pass: what :meth:`run` would send, to the
-        same connections, in the same frames (``tests/server/test_flush_fastpath.py``).
+    def _send_flush(self, handle: RoomHandle, rows: FlushRows) -> bool:
+        """The usual flush written from its rows in one pass: what :meth:`run` of
+        :func:`flush_frames` would send, to the same connections, in the same frames
+        (``tests/server/test_flush_fastpath.py``).
 
-        The usual flush is a ``progress`` to the players and to the spectators, then
-        boards (one per racer, from :meth:`BoardsShown.changed`) to the spectators, in
-        a room whose spectator feed has no delay and nothing held back and whose
-        result is not being written.  False, and nothing done, for any other shape.
+        The usual flush has a ``progress`` line, in a room whose spectator feed
+        releases it at once and keeps only marks (no delay) and whose result is not
+        being written.  Frames for the current msgpack dialect are written from the
+        rows (:mod:`protocol.wire.fast`); the messages are built only for connections
+        of other dialects.  False, and nothing done, for any other flush.
         """
+        elapsed, lines, boards = rows
         feed = handle.feed
-        first = outputs[0]
-        if (
-            handle.writing
-            or handle.tick
-            or not feed.can_release_now()
-            or not isinstance(first, ToPlayers)
-            or not isinstance(first.message, m.Progress)
-            or len(outputs) < 2
-        ):
+        if lines is None or handle.writing or handle.tick or not feed.keeps_marks(*_FLUSH_KINDS):
             return False
-        progress = first.message
-        shown: list[ToSpectators] = []  # the progress, then the boards
-        boards: list[m.SpectatorBoard] = []
-        for out in outputs[1:]:
-            if not isinstance(out, ToSpectators) or out.live or out.quiet or out.new_race:
-                return False
-            if not shown:
-                if out.message is not progress:
-                    return False
-            elif isinstance(out.message, m.SpectatorBoard):
-                boards.append(out.message)
-            else:
-                return False
-            shown.append(out)
-        self._to_players(handle, first)
-        last, ready = self._encoded  # the progress just encoded for the players
-        if last is not progress:
-            ready = {}
-        release = feed.release_now
-        for out in shown:
-            release(out.message, out.key)
         room = handle.room
+        conn_of, put, current = self.lobby.conn_of, self._put, _CURRENT_MSGPACK
+        others: list[Connection] = []
+        progress = progress_msgpack(elapsed, lines)
+        sent = 0
+        for pid, seat in room.seats.items():
+            if seat.connected:
+                conn = conn_of(pid)
+                if conn is not None and not conn.closed:
+                    if conn.encoding is current:
+                        put(conn, progress)
+                        sent += 1
+                    else:
+                        others.append(conn)
+        feed.mark("progress")
+        for row in boards:
+            feed.mark("board:" + row[0])
+        self.metrics.hot.frames_sent += sent
+        message: m.Progress | None = None
+        if others:
+            message = progress_message(elapsed, lines)
+            self.broadcast(others, message)
         if not room.spectators:
             return True
-        conns = self._conns(room.spectators)
         ticking = self._ticking
-        updates = [conn for conn in conns if conn in ticking]
-        if len(updates) < len(conns):
-            old = [conn for conn in conns if conn not in ticking]
-            self.broadcast(old, progress)
-            for board in boards:
-                self.broadcast(old, board)
-        if updates:
-            self._send_update(updates, m.SpectatorUpdate(progress, tuple(boards)), ready)
+        update: bytes | None = None
+        separate: list[bytes] | None = None  # the progress, then each board
+        late: list[Connection] = []  # the spectators of other dialects
+        sent = 0
+        for conn in self._conns(room.spectators):
+            if conn.encoding is not current:
+                late.append(conn)
+            elif conn in ticking:
+                if update is None:
+                    update = update_msgpack(progress, boards)
+                put(conn, update)
+                sent += 1
+            else:
+                if separate is None:
+                    separate = [progress, *map(board_msgpack, boards)]
+                for frame in separate:
+                    put(conn, frame)
+                sent += len(separate)
+        self.metrics.hot.frames_sent += sent
+        if late:
+            if message is None:
+                message = progress_message(elapsed, lines)
+            shown = [board_message(row) for row in boards]
+            last, encoded = self._encoded  # the progress, if just encoded for players
+            ready = {**(encoded if last is message else {}), current: progress}
+            updates = [conn for conn in late if conn in ticking]
+            if len(updates) < len(late):
+                old = [conn for conn in late if conn not in ticking]
+                self.broadcast(old, message)
+                for board in shown:
+                    self.broadcast(old, board)
+            if updates:
+                self._send_update(updates, m.SpectatorUpdate(message, tuple(shown)), ready)
         return True
 
     def drop_room(self, code: str) -> list[Connection]:

@@ -1,4 +1,4 @@
-"""The move fast path's wire work: reading a plain ``move`` and writing its ``move_result``.
+"""The fast paths' wire work: moves and their answers, and a progress flush's frames.
 
 Moves are nearly every frame a server reads and answers.  :func:`parse_move`
 reads the codec's own ``move`` layout straight from the bytes, and
@@ -6,18 +6,28 @@ reads the codec's own ``move`` layout straight from the bytes, and
 decided) as the very bytes ``codec.encode_msgpack`` makes of its
 :class:`~protocol.wire.messages.MoveResult`, without building the message.
 :func:`move_result_message` gives that message for the general path and JSON.
-``tests/protocol/wire/test_fast.py`` and ``tests/server/test_fastpath.py`` hold
-both to the codec.
+
+After the answers, the progress flushes send the most frames: a ``progress`` to
+every member of a racing room a few times a second, and the boards that changed
+to its spectators.  A flush is made as plain rows (:data:`ProgressRow`,
+:data:`BoardRow`); :func:`progress_msgpack`, :func:`update_msgpack` and
+:func:`board_msgpack` write them as the codec would write their messages
+(:func:`progress_message`, :func:`board_message`), which the general path and
+the other dialects still build.
+
+``tests/protocol/wire/test_fast.py``, ``tests/server/test_fastpath.py`` and
+``tests/server/test_flush_fastpath.py`` hold all of it to the codec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import msgpack
 
 from protocol.rules.cards import ALL_CODES, Card
-from protocol.rules.game import Status
+from protocol.rules.game import HIDDEN, Status
 from protocol.rules.refusals import Reason
 from protocol.wire import messages as m
 from protocol.wire.codec import pack_wire
@@ -303,3 +313,105 @@ def _parse_move_map(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None
     if type(position) is not int or not 0 <= position <= 255 or action is not m.MoveAction.PLAY:
         return None
     return seq, action, position
+
+
+# ---- a progress flush's frames, from rows ----------------------------------------
+#: One racer's line of a ``progress`` frame as plain values, in the order of
+#: :class:`~protocol.wire.messages.PlayerProgress`'s fields: ``(player_id, cleared,
+#: stock_left, moves, undos, status, elapsed_ms, connected)``.
+ProgressRow = tuple[str, int, int, int, int, m.PlayerStatus, int, bool]
+#: One racer's board as spectators see it, as plain values: ``(player_id, board,
+#: waste_top, stock_left, moves, draws, undos, status, elapsed_ms)`` (the fields of a
+#: :class:`~protocol.wire.messages.SpectatorBoard` and its view).
+BoardRow = tuple[
+    str, tuple[str | None, ...], str | None, int, int, int, int, Status, int
+]
+
+
+def progress_message(elapsed_ms: int, rows: Sequence[ProgressRow]) -> m.Progress:
+    """The ``progress`` message of ``rows`` at race time ``elapsed_ms``."""
+    return m.Progress(elapsed_ms, tuple([m.PlayerProgress(*row) for row in rows]))
+
+
+def board_message(row: BoardRow) -> m.SpectatorBoard:
+    """The ``spectator_board`` message of ``row``."""
+    pid, board, top, stock, moves, draws, undos, status, at = row
+    return m.SpectatorBoard(pid, m.BoardView(board, top, stock, moves, draws, undos, status), at)
+
+
+def _int(value: int) -> bytes:
+    """``value`` (not negative) packed."""
+    packed: bytes = _INTS[value] if value < _INTS_KNOWN else pack_wire(value)
+    return packed
+
+
+_ARRAYS: Final = tuple(msgpack.Packer().pack_array_header(n) for n in range(64))
+_BOOLS: Final = (b"\xc2", b"\xc3")
+_GAME_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
+_PLAYER_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in m.PlayerStatus}
+_TOPS: Final = {None: _NIL, HIDDEN: pack_wire(HIDDEN)} | {
+    code: pack_wire(code) for code in ALL_CODES
+}
+
+_LINE_KEYS: Final = (
+    "player_id", "cleared", "stock_left", "moves", "undos", "status", "elapsed_ms", "connected"
+)
+#: A ``progress`` line, ``%`` its eight values packed.
+_LINE: Final = b"\x88" + _pieces(_LINE_KEYS, (_SLOT,) * len(_LINE_KEYS))
+#: A ``progress`` frame up to its lines, ``%`` (elapsed, the lines' array header).
+_PROGRESS: Final = b"\x83" + _pieces(("t", "elapsed_ms", "players"), (m.Progress.TAG, _SLOT, _SLOT))
+#: The same, but the ``progress`` inside a ``spectator_update`` (no tag).
+_PROGRESS_BODY_AT: Final = len(pack_wire("t") + pack_wire(m.Progress.TAG)) + 1
+
+_VIEW_KEYS: Final = ("board", "waste_top", "stock_left", "moves", "draws", "undos", "status")
+#: A board of a ``spectator_update``, ``%`` (player id, view's values, elapsed).
+_ENTRY: Final = (
+    b"\x83" + _pieces(("player_id", "view"), (_SLOT, _SLOT))[:-2]
+    + b"\x87" + _pieces(_VIEW_KEYS, (_SLOT,) * len(_VIEW_KEYS))
+    + _pieces(("elapsed_ms",), (_SLOT,))
+)
+#: A ``spectator_board`` frame: its tag, then what an entry holds.
+_BOARD_HEAD: Final = b"\x84" + _pieces(("t",), (m.SpectatorBoard.TAG,))
+_UPDATE_HEAD: Final = b"\x83" + _pieces(("t", "progress"), (m.SpectatorUpdate.TAG, _SLOT))[:-2]
+_UPDATE_BOARDS: Final = pack_wire("boards")
+
+
+def progress_msgpack(elapsed_ms: int, rows: Sequence[ProgressRow]) -> bytes:
+    """The ``progress`` frame of ``rows``: the bytes of
+    ``codec.encode_msgpack(progress_message(elapsed_ms, rows))``."""
+    ints, n = _INTS, _INTS_KNOWN
+    statuses, line = _PLAYER_STATUS_BYTES, _LINE
+    at = _int(elapsed_ms)
+    parts = [_PROGRESS % (at, _ARRAYS[len(rows)])]
+    for pid, cleared, stock, moves, undos, status, done, connected in rows:
+        parts.append(line % (
+            pack_wire(pid), ints[cleared], ints[stock],
+            ints[moves] if moves < n else pack_wire(moves),
+            ints[undos] if undos < n else pack_wire(undos),
+            statuses[status], at if done == elapsed_ms else _int(done), _BOOLS[connected],
+        ))
+    return b"".join(parts)
+
+
+def _entry(row: BoardRow) -> bytes:
+    pid, board, top, stock, moves, draws, undos, status, at = row
+    return _ENTRY % (
+        pack_wire(pid), pack_wire(board), _TOPS[top], _INTS[stock], _int(moves), _int(draws),
+        _int(undos), _GAME_STATUS_BYTES[status], _int(at),
+    )
+
+
+def update_msgpack(progress: bytes | None, boards: Sequence[BoardRow]) -> bytes:
+    """The ``spectator_update`` frame of a ``progress`` frame (``progress_msgpack``'s
+    bytes, or ``None``) and ``boards``: the bytes of ``codec.encode_msgpack`` of the
+    update of :func:`progress_message` and the :func:`board_message` of each board."""
+    body = _NIL if progress is None else b"\x82" + progress[_PROGRESS_BODY_AT:]
+    return b"".join((
+        _UPDATE_HEAD, body, _UPDATE_BOARDS, _ARRAYS[len(boards)], *map(_entry, boards)
+    ))
+
+
+def board_msgpack(row: BoardRow) -> bytes:
+    """The ``spectator_board`` frame of ``row``: the bytes of
+    ``codec.encode_msgpack(board_message(row))``."""
+    return _BOARD_HEAD + _entry(row)[1:]

@@ -11,47 +11,48 @@ is sent.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 
-from protocol.wire.messages import PlayerProgress, Progress, RoomOptions, SpectatorBoard
+from protocol.wire.fast import BoardRow, ProgressRow, board_message, progress_message
+from protocol.wire.messages import Progress, RoomOptions, SpectatorBoard
 from server.race.outputs import Output, ToPlayers, ToSpectators
-from server.race.race import Race, Racer
+from server.race.race import Race
 from server.race.room_types import Seat
 from server.race.spectate import BoardsShown, shown_cards, spectator_view
 
+#: A progress flush as plain rows: ``(elapsed_ms, lines, boards)`` at race time
+#: ``elapsed_ms``: every racer's progress line (``None`` when the flush sends no
+#: ``progress``), then the boards that changed, for spectators
+#: (:meth:`server.race.spectate.BoardsShown.changed_rows`).  :func:`flush_frames` gives its
+#: outputs; the hub's fast path writes its frames from the rows
+#: (:mod:`protocol.wire.fast`).
+FlushRows = tuple[int, tuple[ProgressRow, ...] | None, list[BoardRow]]
 
-def progress_frames(
-    race: Race,
-    seats: Mapping[str, Seat],
-    boards: Iterable[SpectatorBoard],
-    now_ms: int,
-    *,
-    with_progress: bool = True,
-) -> list[Output]:
-    """Every racer's progress line, to players and spectators (unless ``with_progress``
-    is false), then ``boards`` (from :meth:`server.race.spectate.BoardsShown.changed`)
-    to spectators."""
-    elapsed = race.elapsed(race.end_ms or now_ms)
+
+def flush_frames(rows: FlushRows) -> list[Output]:
+    """The outputs of a flush: the ``progress`` line to players and spectators (when it
+    has one), then each board to spectators."""
+    elapsed, lines, boards = rows
     outputs: list[Output] = []
-    if with_progress:
-        progress = Progress(elapsed, progress_lines(race, seats, elapsed))
+    if lines is not None:
+        progress = progress_message(elapsed, lines)
         outputs += (ToPlayers(progress), ToSpectators(progress, "progress"))
-    for board in boards:
-        outputs.append(ToSpectators(board, "board:" + board.player_id))
+    for row in boards:
+        outputs.append(ToSpectators(board_message(row), "board:" + row[0]))
     return outputs
 
 
-def progress_lines(
+def progress_rows(
     race: Race, seats: Mapping[str, Seat], elapsed: int
-) -> tuple[PlayerProgress, ...]:
-    """Every racer's :func:`progress_line` at race time ``elapsed``, in one pass (the
-    flush's: positional arguments and no per-racer call)."""
+) -> tuple[ProgressRow, ...]:
+    """Every racer's progress line at race time ``elapsed`` as a row, in one pass (the
+    flush's: no per-racer call, no message)."""
     lines = []
     for pid, racer in race.racers.items():
         _top, stock_left, cleared, moves, _draws, undos, _status = racer.game.tally()
         seat = seats.get(pid)
         done = racer.done_ms
-        lines.append(PlayerProgress(
+        lines.append((
             pid, cleared, stock_left, moves, undos, racer.status,
             elapsed if done is None else racer.finish_ms if racer.finish_ms is not None else done,
             seat is not None and seat.connected,
@@ -68,7 +69,7 @@ def current_frame(
     kind, _, player_id = key.partition(":")
     elapsed = race.elapsed(race.end_ms or now_ms)
     if kind == "progress":
-        return Progress(elapsed, progress_lines(race, seats, elapsed))
+        return progress_message(elapsed, progress_rows(race, seats, elapsed))
     racer = race.racers.get(player_id) if kind == "board" else None
     if racer is None:
         return None
@@ -101,24 +102,3 @@ def catch_up_boards(
         for board in shown.changed(race, (), open_boards, now_ms)
     ]
 
-
-def progress_line(
-    race: Race, racer: Racer, seats: Mapping[str, Seat], now_ms: int
-) -> PlayerProgress:
-    """One racer's line in the progress message; ``seats`` tells who is connected."""
-    game = racer.game
-    seat = seats.get(racer.player_id)
-    if racer.done_ms is not None:
-        elapsed = racer.finish_ms if racer.finish_ms is not None else racer.done_ms
-    else:
-        elapsed = race.elapsed(race.end_ms or now_ms)
-    return PlayerProgress(
-        player_id=racer.player_id,
-        cleared=game.cleared,
-        stock_left=game.stock_left,
-        moves=game.moves,
-        undos=game.undos,
-        status=racer.status,
-        elapsed_ms=elapsed,
-        connected=seat is not None and seat.connected,
-    )

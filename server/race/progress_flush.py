@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from protocol.wire.messages import Progress, RoomOptions, SpectatorBoard
 from server.race.ghost import GhostRun, ghost_members
 from server.race.outputs import FlushDue, Output
-from server.race.progress import boards_wanted, current_frame, progress_frames
+from server.race.progress import FlushRows, boards_wanted, current_frame, progress_rows
 from server.race.race import Race
 from server.race.room_types import Identity, Seat
 from server.race.spectate import BoardsShown
@@ -66,8 +66,9 @@ class ProgressFlush:
         now_ms: int,
         *,
         final: bool = False,
-    ) -> list[Output]:
-        """The due flush: frames built by :func:`server.race.progress.progress_frames`.
+    ) -> FlushRows | None:
+        """The due flush, as rows (:data:`server.race.progress.FlushRows`; ``None``:
+        nothing to send).
 
         ``ghosts``: the runs racing as ghosts, shown beside ``seats``.  The
         ``final`` flush at the race's end sends ``progress`` only when the bound
@@ -75,20 +76,19 @@ class ProgressFlush:
         """
         self.due_ms = None
         if race is None or not self.dirty:
-            return []
+            return None
         bounded = not final or now_ms >= self.last_ms + self.interval_ms
         if bounded:
             self.last_ms = now_ms
         boards = (
-            self.shown.changed(race, self.dirty, options.open_boards, now_ms)
+            self.shown.changed_rows(race, self.dirty, options.open_boards, now_ms)
             if boards_wanted(options, spectators)
-            else ()
-        )
-        outputs = progress_frames(
-            race, _with_ghosts(seats, ghosts), boards, now_ms, with_progress=bounded
+            else []
         )
         self.dirty.clear()
-        return outputs
+        elapsed = race.elapsed(race.end_ms or now_ms)
+        lines = progress_rows(race, _with_ghosts(seats, ghosts), elapsed) if bounded else None
+        return elapsed, lines, boards
 
     def current(
         self,

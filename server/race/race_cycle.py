@@ -55,6 +55,7 @@ from server.race.outputs import (
     ToPlayers,
     ToSpectators,
 )
+from server.race.progress import FlushRows, flush_frames
 from server.race.progress_flush import ProgressFlush
 from server.race.race import Race
 from server.race.results import race_outcome
@@ -384,7 +385,12 @@ class RaceCycle:
 
     def _flush(self, now_ms: int, *, final: bool = False) -> list[Output]:
         """The progress flush, now (``final``: at the race's end, see
-        :meth:`server.race.progress_flush.ProgressFlush.flush`)."""
+        :meth:`server.race.progress_flush.ProgressFlush.flush`), as outputs."""
+        rows = self._flush_rows(now_ms, final=final)
+        return [] if rows is None else flush_frames(rows)
+
+    def _flush_rows(self, now_ms: int, *, final: bool = False) -> FlushRows | None:
+        """:meth:`_flush` as rows (:data:`server.race.progress.FlushRows`)."""
         return self._progress.flush(
             self.race, self.seats, self._racing_ghosts(), self.options, self.spectators,
             now_ms, final=final,

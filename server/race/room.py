@@ -53,7 +53,7 @@ from server.race.outputs import (
     SetTimer,
     Snapshot,
 )
-from server.race.progress import catch_up_boards
+from server.race.progress import FlushRows, catch_up_boards
 from server.race.race import Racer, SeqOutOfOrder
 from server.race.race_cycle import RaceCycle
 from server.race.room_timers import (
@@ -270,6 +270,12 @@ class Room(RaceCycle):
         (the shell may call it back late, and again for a flush already made)."""
         due = self._progress.due_ms
         return [] if due is None or due > now_ms else self._flush(now_ms)
+
+    def flush_rows(self, now_ms: int) -> FlushRows | None:
+        """:meth:`flush_progress` as rows, for the hub's fast path (``None``: no flush);
+        :func:`server.race.progress.flush_frames` of them is what it returns."""
+        due = self._progress.due_ms
+        return None if due is None or due > now_ms else self._flush_rows(now_ms)
 
     def on_timer(self, name: str, now_ms: int) -> list[Output]:
         """A timer set by :class:`SetTimer` fired."""

@@ -26,6 +26,7 @@ from typing import Final, Generic, TypeVar
 
 from protocol.rules.cards import ALL_CODES, DECK_SIZE
 from protocol.rules.game import HIDDEN, Game
+from protocol.wire.fast import BoardRow, board_message
 from protocol.wire.messages import (
     BoardView,
     Progress,
@@ -138,6 +139,17 @@ class SpectatorFeed(Generic[T]):
             self._keep(key, frame)
         return not quiet
 
+    def keeps_marks(self, *kinds: str) -> bool:
+        """True when frames of ``kinds`` released now would be due at once and kept as
+        marks (no delay, nothing queued, live kinds): :meth:`mark` may then stand for
+        their :meth:`release_now`, without the frames."""
+        return not self.delay_ms and not self._queue and self.live.issuperset(kinds)
+
+    def mark(self, key: str) -> None:
+        """:meth:`release_now` of a frame of ``key`` (not quiet, not a new race), when
+        :meth:`keeps_marks` of its kind: the snapshot keeps only its mark."""
+        self._snapshot[key] = _LIVE
+
     def can_release_now(self) -> bool:
         """True when a frame pushed now would be due at once and first in line."""
         return not self.delay_ms and not self._queue
@@ -215,19 +227,20 @@ def spectator_view(
     ``peak_cards``: those cards, a bit each (:attr:`Race.peak_cards`; the stock's cards
     can only show on the waste).
     """
-    return _view_and_hidden(racer, visible, positions, peak_cards)[0]
+    return board_message(_row_and_hidden(racer, visible, positions, peak_cards, 0)[0]).view
 
 
-#: In :func:`_view_and_hidden`'s second value, the bit for a hidden waste top.
+#: In :func:`_row_and_hidden`'s second value, the bit for a hidden waste top.
 _WASTE_HIDDEN: Final = 1 << 28
 
 
-def _view_and_hidden(
-    racer: Racer, visible: int, positions: Mapping[int, int] | None, peak_cards: int
-) -> tuple[BoardView, int]:
-    """:func:`spectator_view`, and which of its faces it hid: a bit per board position,
-    and :data:`_WASTE_HIDDEN` for the waste (the view of the same position of the game
-    differs exactly when these do)."""
+def _row_and_hidden(
+    racer: Racer, visible: int, positions: Mapping[int, int] | None, peak_cards: int,
+    elapsed_ms: int,
+) -> tuple[BoardRow, int]:
+    """:func:`spectator_view` as a board row at race time ``elapsed_ms``, and which of its
+    faces it hid: a bit per board position, and :data:`_WASTE_HIDDEN` for the waste (the
+    view of the same position of the game differs exactly when these do)."""
     game = racer.game
     top, stock_left, _cleared, moves, draws, undos, status = game.tally()
     board = game.board
@@ -257,7 +270,8 @@ def _view_and_hidden(
         waste = ALL_CODES[top]
     else:
         waste, hidden = HIDDEN, hidden | _WASTE_HIDDEN
-    return BoardView(board, waste, stock_left, moves, draws, undos, status), hidden
+    row = (racer.player_id, board, waste, stock_left, moves, draws, undos, status, elapsed_ms)
+    return row, hidden
 
 
 class BoardsShown:
@@ -291,7 +305,14 @@ class BoardsShown:
     def changed(
         self, race: Race, moved: Iterable[str], open_boards: bool, now_ms: int
     ) -> list[SpectatorBoard]:
-        """The boards that differ from what spectators were last shown (and now are).
+        """:meth:`changed_rows` as ``spectator_board`` messages."""
+        return [board_message(row) for row in self.changed_rows(race, moved, open_boards, now_ms)]
+
+    def changed_rows(
+        self, race: Race, moved: Iterable[str], open_boards: bool, now_ms: int
+    ) -> list[BoardRow]:
+        """The boards that differ from what spectators were last shown (and now are), as
+        rows (:func:`protocol.wire.fast.board_message` makes each a message).
 
         ``moved``: the racers whose own board may have changed; when the visible
         cards changed, every racer's board is looked at.  A racer's board with other
@@ -313,9 +334,9 @@ class BoardsShown:
             same = games.get(pid) is game and counts.get(pid) == count
             if same and seens.get(pid) == seen:
                 continue
-            view, hidden = _view_and_hidden(racer, visible, positions, peaks)
+            row, hidden = _row_and_hidden(racer, visible, positions, peaks, elapsed)
             if not same or hiddens.get(pid) != hidden:
-                boards.append(SpectatorBoard(pid, view, elapsed))
+                boards.append(row)
             games[pid], counts[pid], seens[pid], hiddens[pid] = game, count, seen, hidden
         return boards
 

@@ -1,6 +1,7 @@
-"""A progress flush sent in one pass (``Hub._send_flush``) writes exactly what the
-general path (``Hub.run`` of the flush's outputs) writes: the same bytes to the same
-sockets, and the same catch-up for a spectator who comes later.
+"""A progress flush written from its rows in one pass (``Hub._send_flush``) writes
+exactly what the general path (``Hub.run`` of the flush's outputs, every frame a
+message encoded by the codec) writes: the same bytes to the same sockets, and the
+same catch-up for a spectator who comes later.
 
 Two hubs hold twin rooms (same deals, same moves, same clock); one sends its
 flushes through the one-pass path, the other through ``run``.  Every connection
@@ -27,10 +28,10 @@ from server.config import Settings
 from server.hub import Hub
 from server.hub_rooms import RoomHandle
 from server.race.lobby import NewPlayer
-from server.race.outputs import Output
+from server.race.progress import FlushRows
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity
-from server.race.spectate import SpectatorFeed
+from server.race.spectate import LIVE_KINDS, SpectatorFeed
 from server.storage.store import RaceStore
 from server.transport.connection import Connection
 
@@ -84,7 +85,7 @@ async def _twin(store: RaceStore, plan: Mapping[str, int], one_pass: bool) -> Tw
     through ``Hub.run`` only."""
     hub = Hub(Settings(), store, None, None)  # type: ignore[arg-type]
     if not one_pass:
-        hub._send_flush = lambda handle, outputs: False  # type: ignore[method-assign]
+        hub._send_flush = lambda handle, rows: False  # type: ignore[method-assign]
     members: list[Member] = []
     rng = random.Random(plan["seed"])
     for r in range(plan["rooms"]):
@@ -98,7 +99,10 @@ async def _twin(store: RaceStore, plan: Mapping[str, int], one_pass: bool) -> Tw
         room.deal_ready(1, deal_for_seed(f"flush-{r}", Rules()), T0)
         assert room.phase is m.Phase.RACING
         hub.lobby.rooms[room.code] = room
-        hub.handles[room.code] = RoomHandle(room, SpectatorFeed(options.spectator_delay_s * 1000))
+        feed: SpectatorFeed[m.ServerMessage] = SpectatorFeed(  # as the hub makes it
+            options.spectator_delay_s * 1000, live=LIVE_KINDS
+        )
+        hub.handles[room.code] = RoomHandle(room, feed)
         for who in players:
             encoding = rng.choice(ENCODINGS)
             members.append(await _member(hub, who, room.code, encoding, len(members), False,
@@ -162,6 +166,11 @@ def _play(twins: list[Twin], rng: random.Random, now: int, rounds: int) -> None:
                     twin.hub.run(tw, outputs)
 
 
+def _catch_up(handle: RoomHandle, now: int) -> list[m.ServerMessage]:
+    """What a spectator joining ``handle``'s room at ``now`` catches up on."""
+    return handle.feed.snapshot(lambda key: handle.room.catch_up_frame(key, now))
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("delay_s", [0, 2])
 async def test_one_pass_flushes_write_what_the_general_path_writes(
@@ -175,8 +184,8 @@ async def test_one_pass_flushes_write_what_the_general_path_writes(
     one_pass = fast.hub._send_flush
     taken: list[bool] = []
 
-    def counted(handle: RoomHandle, outputs: list[Output]) -> bool:
-        taken.append(one_pass(handle, outputs))
+    def counted(handle: RoomHandle, rows: FlushRows) -> bool:
+        taken.append(one_pass(handle, rows))
         return taken[-1]
 
     fast.hub._send_flush = counted  # type: ignore[method-assign]
@@ -200,7 +209,9 @@ async def test_one_pass_flushes_write_what_the_general_path_writes(
         # the frames back and every flush is the general path's.
         assert taken and all(taken) if delay_s == 0 else not any(taken)
         for code, handle in fast.hub.handles.items():  # what a late spectator catches up on
-            assert handle.feed.snapshot() == slow.handle(code).feed.snapshot()
+            caught = _catch_up(handle, now)
+            assert caught == _catch_up(slow.handle(code), now)
+            assert delay_s or any(type(frame) is m.Progress for frame in caught)
     finally:
         for twin in twins:
             for member in twin.members:

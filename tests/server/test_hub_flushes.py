@@ -15,7 +15,7 @@ from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from server import logs
 from server.hub_flushes import LATE_SLOTS, MIN_PER_SLOT, SLOT_MS, FlushSlots
-from server.race.outputs import Output
+from server.race.progress import FlushRows
 from tests.serverutil import move_request, open_room, running_server
 
 LINE = deal_for_seed("42", Rules()).solution
@@ -93,11 +93,11 @@ async def test_a_room_whose_flush_fails_is_logged_and_the_rooms_beside_it_still_
             await host.send(m.Start())
             await host.expect(m.RaceStart)
 
-        def fail(now_ms: int) -> list[Output]:
+        def fail(now_ms: int) -> FlushRows | None:
             raise RuntimeError("a flush that fails")
 
         room = server.hub.rooms[broken.code]
-        room.flush_progress = fail  # type: ignore[method-assign]
+        room.flush_rows = fail  # type: ignore[method-assign]
         step = LINE[0]
         for mover in (ann, cat):  # both rooms' flushes fall due together
             assert (await mover.request(move_request(1, step), m.MoveResult)).accepted
