@@ -38,6 +38,8 @@ from protocol.wire.errors import ErrorCode, ProtocolError
 from protocol.wire.fast import (
     FRESH,
     REASON,
+    BoardRow,
+    ProgressRow,
     board_message,
     board_msgpack,
     move_result_msgpack,
@@ -572,9 +574,21 @@ class Hub:
         if lines is None or handle.writing or handle.tick or not feed.keeps_marks(*_FLUSH_KINDS):
             return False
         room = handle.room
+        progress = progress_msgpack(elapsed, lines)
+        players = self._flush_to_players(room, progress)
+        feed.mark("progress")
+        for row in boards:
+            feed.mark("board:" + row[0])
+        spectators = self._flush_to_spectators(room, progress, boards) if room.spectators else []
+        if players or spectators:
+            self._flush_as_messages(players, spectators, elapsed, lines, boards)
+        return True
+
+    def _flush_to_players(self, room: Room, progress: bytes) -> list[Connection]:
+        """Send a flush's ``progress`` frame to the room's connected players of the current
+        msgpack dialect; those of other dialects are returned."""
         conn_of, put, current = self.lobby.conn_of, self._put, _CURRENT_MSGPACK
         others: list[Connection] = []
-        progress = progress_msgpack(elapsed, lines)
         sent = 0
         for pid, seat in room.seats.items():
             if seat.connected:
@@ -585,24 +599,23 @@ class Hub:
                         sent += 1
                     else:
                         others.append(conn)
-        feed.mark("progress")
-        for row in boards:
-            feed.mark("board:" + row[0])
         self.metrics.hot.frames_sent += sent
-        message: m.Progress | None = None
-        if others:
-            message = progress_message(elapsed, lines)
-            self.broadcast(others, message)
-        if not room.spectators:
-            return True
-        ticking = self._ticking
+        return others
+
+    def _flush_to_spectators(
+        self, room: Room, progress: bytes, boards: list[BoardRow]
+    ) -> list[Connection]:
+        """Send a flush to the room's spectators of the current msgpack dialect: its
+        ``spectator_update`` to those that asked for one, else its ``progress`` and each
+        board; those of other dialects are returned."""
+        put, current, ticking = self._put, _CURRENT_MSGPACK, self._ticking
         update: bytes | None = None
         separate: list[bytes] | None = None  # the progress, then each board
-        late: list[Connection] = []  # the spectators of other dialects
+        others: list[Connection] = []
         sent = 0
         for conn in self._conns(room.spectators):
             if conn.encoding is not current:
-                late.append(conn)
+                others.append(conn)
             elif conn in ticking:
                 if update is None:
                     update = update_msgpack(progress, boards)
@@ -615,21 +628,35 @@ class Hub:
                     put(conn, frame)
                 sent += len(separate)
         self.metrics.hot.frames_sent += sent
-        if late:
-            if message is None:
-                message = progress_message(elapsed, lines)
-            shown = [board_message(row) for row in boards]
-            last, encoded = self._encoded  # the progress, if just encoded for players
-            ready = {**(encoded if last is message else {}), current: progress}
-            updates = [conn for conn in late if conn in ticking]
-            if len(updates) < len(late):
-                old = [conn for conn in late if conn not in ticking]
-                self.broadcast(old, message)
-                for board in shown:
-                    self.broadcast(old, board)
-            if updates:
-                self._send_update(updates, m.SpectatorUpdate(message, tuple(shown)), ready)
-        return True
+        return others
+
+    def _flush_as_messages(
+        self,
+        players: list[Connection],
+        spectators: list[Connection],
+        elapsed: int,
+        lines: tuple[ProgressRow, ...],
+        boards: list[BoardRow],
+    ) -> None:
+        """Send a flush to ``players`` and ``spectators`` of the other dialects, from its
+        messages, encoded once per dialect."""
+        progress = progress_message(elapsed, lines)
+        if players:
+            self.broadcast(players, progress)
+        if not spectators:
+            return
+        shown = [board_message(row) for row in boards]
+        ticking = self._ticking
+        separate = [conn for conn in spectators if conn not in ticking]
+        if separate:
+            self.broadcast(separate, progress)
+            for board in shown:
+                self.broadcast(separate, board)
+        updates = [conn for conn in spectators if conn in ticking]
+        if updates:
+            last, encoded = self._encoded  # the progress, if just encoded
+            ready = encoded if last is progress else {}
+            self._send_update(updates, m.SpectatorUpdate(progress, tuple(shown)), ready)
 
     def drop_room(self, code: str) -> list[Connection]:
         """Forget room ``code`` without ending its race: another node holds it now (cluster
