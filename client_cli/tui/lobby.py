@@ -55,6 +55,9 @@ class LobbyScreen(ClientScreen):
     def on_mount(self) -> None:
         self.query_one("#members", DataTable).add_columns("player", "role", "ready", "online")
         self.refresh_view()
+        # The buttons sit in a grid whose own children may mount after this screen does
+        # (seen on a busy machine): refresh again once they have.
+        self.call_after_refresh(self.refresh_view)
 
     def refresh_view(self) -> None:
         super().refresh_view()
@@ -79,10 +82,11 @@ class LobbyScreen(ClientScreen):
                           "yes" if member.connected else "no")
         self.query_one("#options", Static).update(describe_options(room.options, room.spectators))
         me_ready = any(x.ready for x in room.members if x.player_id == state.player_id)
-        ready_button = self.query_one("#ready", Button)
-        ready_button.label = "Not ready" if me_ready else "Ready"
-        self.query_one("#start", Button).disabled = not state.is_host
-        self.query_one("#ready", Button).disabled = state.role is m.Role.SPECTATOR
+        for ready_button in self.query("#ready").results(Button):  # none until mounted
+            ready_button.label = "Not ready" if me_ready else "Ready"
+            ready_button.disabled = state.role is m.Role.SPECTATOR
+        for start_button in self.query("#start").results(Button):
+            start_button.disabled = not state.is_host
 
     @on(Button.Pressed, "#ready")
     async def action_toggle_ready(self) -> None:

@@ -67,12 +67,16 @@ class ResultsScreen(ClientScreen):
         )
         self.set_interval(0.4, self._auto_step)
         self.refresh_view()
+        # The buttons sit in a grid whose own children may mount after this screen does
+        # (as in the lobby): refresh again once they have.
+        self.call_after_refresh(self.refresh_view)
 
     def refresh_view(self) -> None:
         super().refresh_view()
         state = self.tripeaks.client.state
         race = state.race_over
-        self.query_one("#rematch", Button).disabled = state.role is m.Role.SPECTATOR
+        for rematch in self.query("#rematch").results(Button):  # none until mounted
+            rematch.disabled = state.role is m.Role.SPECTATOR
         if race is None:
             # Joined between races: nothing to rank, but the rematch is asked for here.
             self.query_one("#summary", Static).update(
