@@ -404,14 +404,18 @@ class Hub:
             self.reply(conns[0], out.message)
 
     def _to_players(self, handle: RoomHandle, out: ToPlayers) -> None:
+        self.broadcast(self._seated_conns(handle.room), out.message)
+
+    def _seated_conns(self, room: Room) -> list[Connection]:
+        """The open connections of ``room``'s connected players."""
         conn_of = self.lobby.conn_of
         conns = []
-        for pid, seat in handle.room.seats.items():
+        for pid, seat in room.seats.items():
             if seat.connected:
                 conn = conn_of(pid)
                 if conn is not None and not conn.closed:
                     conns.append(conn)
-        self.broadcast(conns, out.message)
+        return conns
 
     def _to_spectators(self, handle: RoomHandle, out: ToSpectators) -> None:
         room = handle.room
@@ -587,18 +591,15 @@ class Hub:
     def _flush_to_players(self, room: Room, progress: bytes) -> list[Connection]:
         """Send a flush's ``progress`` frame to the room's connected players of the current
         msgpack dialect; those of other dialects are returned."""
-        conn_of, put, current = self.lobby.conn_of, self._put, _CURRENT_MSGPACK
+        put, current = self._put, _CURRENT_MSGPACK
         others: list[Connection] = []
         sent = 0
-        for pid, seat in room.seats.items():
-            if seat.connected:
-                conn = conn_of(pid)
-                if conn is not None and not conn.closed:
-                    if conn.encoding is current:
-                        put(conn, progress)
-                        sent += 1
-                    else:
-                        others.append(conn)
+        for conn in self._seated_conns(room):
+            if conn.encoding is current:
+                put(conn, progress)
+                sent += 1
+            else:
+                others.append(conn)
         self.metrics.hot.frames_sent += sent
         return others
 

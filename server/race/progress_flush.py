@@ -80,13 +80,13 @@ class ProgressFlush:
         bounded = not final or now_ms >= self.last_ms + self.interval_ms
         if bounded:
             self.last_ms = now_ms
+        elapsed = race.elapsed(race.end_ms or now_ms)
         boards = (
-            self.shown.changed_rows(race, self.dirty, options.open_boards, now_ms)
+            self.shown.changed_rows(race, self.dirty, options.open_boards, elapsed)
             if boards_wanted(options, spectators)
             else []
         )
         self.dirty.clear()
-        elapsed = race.elapsed(race.end_ms or now_ms)
         lines = progress_rows(race, _with_ghosts(seats, ghosts), elapsed) if bounded else None
         return elapsed, lines, boards
 

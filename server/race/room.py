@@ -53,7 +53,7 @@ from server.race.outputs import (
     SetTimer,
     Snapshot,
 )
-from server.race.progress import FlushRows, catch_up_boards
+from server.race.progress import FlushRows, catch_up_boards, flush_frames
 from server.race.race import Racer, SeqOutOfOrder
 from server.race.race_cycle import RaceCycle
 from server.race.room_timers import (
@@ -268,12 +268,12 @@ class Room(RaceCycle):
     def flush_progress(self, now_ms: int) -> list[Output]:
         """The progress flush a :class:`FlushDue` asked for, if it is due by ``now_ms``
         (the shell may call it back late, and again for a flush already made)."""
-        due = self._progress.due_ms
-        return [] if due is None or due > now_ms else self._flush(now_ms)
+        rows = self.flush_rows(now_ms)
+        return [] if rows is None else flush_frames(rows)
 
     def flush_rows(self, now_ms: int) -> FlushRows | None:
         """:meth:`flush_progress` as rows, for the hub's fast path (``None``: no flush);
-        :func:`server.race.progress.flush_frames` of them is what it returns."""
+        :func:`server.race.progress.flush_frames` of them is what that returns."""
         due = self._progress.due_ms
         return None if due is None or due > now_ms else self._flush_rows(now_ms)
 

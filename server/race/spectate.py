@@ -143,7 +143,7 @@ class SpectatorFeed(Generic[T]):
         """True when frames of ``kinds`` released now would be due at once and kept as
         marks (no delay, nothing queued, live kinds): :meth:`mark` may then stand for
         their :meth:`release_now`, without the frames."""
-        return not self.delay_ms and not self._queue and self.live.issuperset(kinds)
+        return self.can_release_now() and self.live.issuperset(kinds)
 
     def mark(self, key: str) -> None:
         """:meth:`release_now` of a frame of ``key`` (not quiet, not a new race), when
@@ -305,14 +305,16 @@ class BoardsShown:
     def changed(
         self, race: Race, moved: Iterable[str], open_boards: bool, now_ms: int
     ) -> list[SpectatorBoard]:
-        """:meth:`changed_rows` as ``spectator_board`` messages."""
-        return [board_message(row) for row in self.changed_rows(race, moved, open_boards, now_ms)]
+        """:meth:`changed_rows` at ``now_ms`` as ``spectator_board`` messages."""
+        elapsed = race.elapsed(race.end_ms or now_ms)
+        return [board_message(row) for row in self.changed_rows(race, moved, open_boards, elapsed)]
 
     def changed_rows(
-        self, race: Race, moved: Iterable[str], open_boards: bool, now_ms: int
+        self, race: Race, moved: Iterable[str], open_boards: bool, elapsed_ms: int
     ) -> list[BoardRow]:
         """The boards that differ from what spectators were last shown (and now are), as
-        rows (:func:`protocol.wire.fast.board_message` makes each a message).
+        rows at race time ``elapsed_ms`` (:func:`protocol.wire.fast.board_message` makes
+        each a message).
 
         ``moved``: the racers whose own board may have changed; when the visible
         cards changed, every racer's board is looked at.  A racer's board with other
@@ -322,7 +324,6 @@ class BoardsShown:
         visible = shown_cards(race, open_boards)
         wanted = None if visible != self._visible else set(moved)
         self._visible = visible
-        elapsed = race.elapsed(race.end_ms or now_ms)
         games, counts, seens, hiddens = self._games, self._counts, self._seen, self._hidden
         positions, peaks = race.positions, race.peak_cards
         boards = []
@@ -334,7 +335,7 @@ class BoardsShown:
             same = games.get(pid) is game and counts.get(pid) == count
             if same and seens.get(pid) == seen:
                 continue
-            row, hidden = _row_and_hidden(racer, visible, positions, peaks, elapsed)
+            row, hidden = _row_and_hidden(racer, visible, positions, peaks, elapsed_ms)
             if not same or hiddens.get(pid) != hidden:
                 boards.append(row)
             games[pid], counts[pid], seens[pid], hiddens[pid] = game, count, seen, hidden
