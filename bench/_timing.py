@@ -36,6 +36,52 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[rank - 1]
 
 
+def percentile_ranks(
+    count: int, share: float, confidence: float = 0.95
+) -> tuple[int | None, int | None]:
+    """Ranks ``(r, s)`` (1-based, ascending) of a sample of ``count`` whose values
+    bracket the population's ``share`` quantile with at least ``confidence``.
+
+    Distribution-free: the number of sample values below the quantile is
+    binomial (``count``, ``share``), so the ``r``-th and ``s``-th smallest
+    values bracket it unless that number is below ``r`` or at least ``s``;
+    each side may fail with at most half of ``1 - confidence``.  A side is
+    ``None`` when the sample is too small to bound it (even its smallest or
+    largest value is not far enough out).  ``share`` lies strictly between 0
+    and 1.
+    """
+    if not 0 < share < 1:
+        raise ValueError("share must lie strictly between 0 and 1")
+    tail = (1 - confidence) / 2
+    below = 0.0  # P(fewer than k of the values lie below the quantile), for k = 0, 1, ...
+    low: int | None = None
+    for k in range(count + 1):
+        if below >= 1 - tail:
+            return low, k
+        if k and below <= tail:
+            low = k
+        below += math.exp(
+            math.lgamma(count + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(count - k + 1)
+            + k * math.log(share)
+            + (count - k) * math.log1p(-share)
+        )
+    return low, None
+
+
+def percentile_interval(
+    values: Sequence[float], share: float, confidence: float = 0.95
+) -> tuple[float | None, float | None]:
+    """The sample values that bracket the ``share`` quantile (see :func:`percentile_ranks`)."""
+    ordered = sorted(values)
+    low, high = percentile_ranks(len(ordered), share, confidence)
+    return (
+        None if low is None else ordered[low - 1],
+        None if high is None else ordered[high - 1],
+    )
+
+
 def summary_ms(values: Sequence[float]) -> dict[str, float]:
     """Mean, median, p99 and max of seconds, in milliseconds."""
     return {
@@ -44,6 +90,11 @@ def summary_ms(values: Sequence[float]) -> dict[str, float]:
         "p99_ms": 1000 * percentile(values, 0.99),
         "max_ms": 1000 * max(values),
     }
+
+
+def p99_interval_ms(values: Sequence[float]) -> list[float | None]:
+    """The 95% interval of the p99 of seconds (:func:`percentile_interval`), in ms."""
+    return [None if v is None else 1000 * v for v in percentile_interval(values, 0.99)]
 
 
 def machine() -> dict[str, object]:
