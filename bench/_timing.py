@@ -55,17 +55,16 @@ def percentile_ranks(
     tail = (1 - confidence) / 2
     below = 0.0  # P(fewer than k of the values lie below the quantile), for k = 0, 1, ...
     low: int | None = None
+    ways, log_in, log_out = math.lgamma(count + 1), math.log(share), math.log1p(-share)
     for k in range(count + 1):
         if below >= 1 - tail:
             return low, k
         if k and below <= tail:
             low = k
+        # the binomial probability of exactly k, in logs (the counts overflow a float)
         below += math.exp(
-            math.lgamma(count + 1)
-            - math.lgamma(k + 1)
-            - math.lgamma(count - k + 1)
-            + k * math.log(share)
-            + (count - k) * math.log1p(-share)
+            ways - math.lgamma(k + 1) - math.lgamma(count - k + 1)
+            + k * log_in + (count - k) * log_out
         )
     return low, None
 
