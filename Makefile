@@ -6,7 +6,11 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-core lint typecheck pytest bench bench-solver bench-load bench-abuse bench-cluster screenshots clean
+NATIVE_STAMP := build/native/manifest.json
+# The sources tools/native.py compiles: a change to one rebuilds the native modules.
+NATIVE_SOURCES := $(shell $(PYTHON) -m tools.native sources 2>/dev/null)
+
+.PHONY: run native test test-core lint typecheck pytest bench bench-solver bench-load bench-abuse bench-cluster screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +24,14 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[fast,test]'
 	touch $@ $(RUN_STAMP)
 
-run: $(RUN_STAMP)
+# The hot path compiled with mypyc (tools/native.py); without a C compiler it says so
+# and the same modules run as Python.
+$(NATIVE_STAMP): $(NATIVE_SOURCES) tools/native.py | $(RUN_STAMP)
+	$(BIN)/python -m tools.native build
+
+native: $(NATIVE_STAMP)
+
+run: $(RUN_STAMP) $(NATIVE_STAMP)
 	$(BIN)/tripeaks-server
 
 lint: $(TEST_STAMP)
@@ -32,7 +43,11 @@ typecheck: $(TEST_STAMP)
 # In parallel, one worker per core (PYTEST_WORKERS=0 runs serially); a test file stays on
 # one worker, so module-level fixtures are built once.
 PYTEST_WORKERS ?= auto
-pytest: $(TEST_STAMP)
+# The tests run the compiled modules, as the server does: the build must be fresh.
+pytest: $(TEST_STAMP) $(NATIVE_STAMP)
+	@$(BIN)/python -m tools.native status | grep -qx fresh || \
+	  { echo "make test needs the native build: $$($(BIN)/python -m tools.native status)"; \
+	    $(BIN)/python -m tools.native build --strict; }
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
@@ -49,17 +64,18 @@ screenshots: $(TEST_STAMP)
 
 bench: bench-solver bench-load bench-abuse bench-cluster
 
-bench-solver: $(TEST_STAMP)
+bench-solver: $(TEST_STAMP) $(NATIVE_STAMP)
 	$(BIN)/python -m bench.solver
 
-bench-load: $(TEST_STAMP)
+bench-load: $(TEST_STAMP) $(NATIVE_STAMP)
 	$(BIN)/python -m bench.load
 
-bench-abuse: $(TEST_STAMP)
+bench-abuse: $(TEST_STAMP) $(NATIVE_STAMP)
 	$(BIN)/python -m bench.abuse
 
-bench-cluster: $(TEST_STAMP)
+bench-cluster: $(TEST_STAMP) $(NATIVE_STAMP)
 	$(BIN)/python -m bench.cluster
 
 clean:
+	-$(PYTHON) -m tools.native clean
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

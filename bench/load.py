@@ -51,6 +51,7 @@ from bench.load_procs import (
 from bench.load_run import GENERATOR_CORE, SERVER_CORE, WindowResult, run_window, split_evenly
 from bench.load_stats import CpuWindow
 from bench.load_table import print_table
+from tools.native import status as native_status
 
 RESULTS = Path(__file__).resolve().parent / "results" / "load.json"
 HUMAN_INTERVAL_S = 0.5  # 2 moves/s per player
@@ -480,6 +481,8 @@ def machine() -> dict[str, Any]:
         "cpu_model": model,
         "python": platform.python_version(),
         "loop": loop,
+        # The server's hot path compiled (tools/native.py) or not: "fresh", "none" or "stale".
+        "native": native_status(),
         "platform": platform.platform(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "shared_machine": True,

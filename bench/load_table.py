@@ -68,7 +68,8 @@ def print_table(figures: dict[str, Any]) -> None:
     mach = figures.get("machine", {})
     lines.append(
         f"machine: {mach.get('nproc')} cores, {mach.get('cpu_model')}, Python"
-        f" {mach.get('python')}, {mach.get('loop')}; shared machine, load average at start"
+        f" {mach.get('python')}, {mach.get('loop')}, native build {mach.get('native', '?')};"
+        " shared machine, load average at start"
         f" {mach.get('load_average_at_start')}"
     )
     echo = figures.get("echo")

@@ -9,3 +9,8 @@ Nothing in this package touches a socket, a clock or global randomness:
 
 Time and randomness come in as arguments.
 """
+
+from protocol.native import guard
+
+# Before any module of the package: a stale native build must not load (tools/native.py).
+guard()

@@ -29,7 +29,7 @@ from protocol.rules.refusals import Reason
 from protocol.wire.schema import Int, Items, OneOf, Pattern, Since, Text
 
 PROTOCOL_VERSION: Final = 2  # the latest, the one these classes describe
-SUPPORTED_VERSIONS: Final = frozenset({1, PROTOCOL_VERSION})
+SUPPORTED_VERSIONS: Final[frozenset[int]] = frozenset({1, PROTOCOL_VERSION})
 
 MAX_PLAYERS: Final = 16
 MAX_NAME_LENGTH: Final = 24

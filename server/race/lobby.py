@@ -50,20 +50,31 @@ SERVER_VERSION: Final = "tripeaks-race 0.1.0"
 LISTED_ROOMS: Final = 100
 
 
-@dataclass(eq=False, slots=True)
 class Session(Generic[C]):
-    """A player's identity across connections (reclaimed with the token)."""
+    """A player's identity across connections (reclaimed with the token).
 
-    identity: Identity
-    token: str
-    conn: C | None = None
-    room: str | None = None
-    #: The player's credit (set by the shell at the first ``hello``): it follows the
-    #: player across connections, so reconnecting never refills it.
-    credit: CreditBucket | None = None
-    #: For a session rebuilt after a restart and not reclaimed yet: its token's digest
-    #: (the token itself was never stored).
-    digest: str | None = None
+    A plain class, not a dataclass: mypyc compiles no generic dataclass (tools/native.py).
+    """
+
+    __slots__ = ("conn", "credit", "digest", "identity", "room", "token")
+
+    def __init__(
+        self, identity: Identity, token: str, conn: C | None = None, room: str | None = None,
+        credit: CreditBucket | None = None, digest: str | None = None,
+    ) -> None:
+        self.identity = identity
+        self.token = token
+        self.conn = conn
+        self.room = room
+        #: The player's credit (set by the shell at the first ``hello``): it follows the
+        #: player across connections, so reconnecting never refills it.
+        self.credit = credit
+        #: For a session rebuilt after a restart and not reclaimed yet: its token's digest
+        #: (the token itself was never stored).
+        self.digest = digest
+
+    def __repr__(self) -> str:
+        return f"Session({self.identity!r}, room={self.room!r})"
 
 
 def token_digest(token: str) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Final, Generic, TypeVar
 
 from protocol.rules.cards import ALL_CODES, DECK_SIZE
@@ -51,13 +50,20 @@ MOMENT_MS: Final = 5
 ALL_CARDS: Final = (1 << DECK_SIZE) - 1
 
 
-@dataclass(frozen=True, slots=True)
 class _Queued(Generic[T]):
-    release_ms: int
-    key: str | None
-    frame: T
-    new_race: bool
-    quiet: bool
+    """A frame held back until ``release_ms`` (a plain class: mypyc compiles no generic
+    dataclass, see tools/native.py)."""
+
+    __slots__ = ("frame", "key", "new_race", "quiet", "release_ms")
+
+    def __init__(
+        self, release_ms: int, key: str | None, frame: T, new_race: bool, quiet: bool
+    ) -> None:
+        self.release_ms = release_ms
+        self.key = key
+        self.frame = frame
+        self.new_race = new_race
+        self.quiet = quiet
 
 
 #: The snapshot kinds a feed without delay may keep as a mark instead of the frame:
@@ -121,7 +127,7 @@ class SpectatorFeed(Generic[T]):
         while tail and release - MOMENT_MS < queue[tail - 1].release_ms < release:
             tail -= 1
         for index in range(tail, len(queue)):
-            queue[index] = replace(queue[index], release_ms=release)
+            queue[index].release_ms = release
         queue.append(_Queued(release, key, frame, new_race, quiet))
 
     def release_now(

@@ -1,0 +1,128 @@
+"""Keeps a stale native build from running: compiled modules only with their own source.
+
+``make native`` (``tools/native.py``) compiles the server's hot path with mypyc
+into extension modules beside their sources (``server/hub.cpython-311-....so``
+beside ``server/hub.py``); Python imports such a module in place of the source.
+The build writes ``build/native/manifest.json``: each compiled module and the
+SHA-256 of the source it was compiled from.  The compiled modules call each other
+directly, not through Python, so they run as one build or not at all: when any
+source differs from its digest (edited, or another commit checked out), or the
+manifest is missing while extension modules are there, :func:`guard` puts a finder
+first on ``sys.meta_path`` that loads every project module from its source, and
+says so once on stderr.  ``TRIPEAKS_PURE=1`` does the same without a word (the
+tests of the pure-Python fallback use it).
+
+Called when the ``protocol`` and ``server`` packages are imported, before any of
+their modules; the check costs one read of each compiled module's source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+from typing import Final
+
+#: The folder holding the ``protocol`` and ``server`` packages.
+ROOT: Final = Path(__file__).resolve().parent.parent
+#: What the last native build compiled (written by ``tools/native.py``).
+MANIFEST: Final = ROOT / "build" / "native" / "manifest.json"
+#: Set to ``1``: run the pure-Python modules even when a fresh build is there.
+PURE_ENV: Final = "TRIPEAKS_PURE"
+#: The packages whose modules may be compiled.
+PACKAGES: Final = ("protocol", "server")
+
+
+class SourceOnly:
+    """Finds ``names`` as their ``.py`` files, never as a compiled module (a meta path
+    finder; not derived from ``importlib.abc``, whose import pulls in ``random``)."""
+
+    def __init__(self, names: frozenset[str], why: str) -> None:
+        self.names = names
+        self.why = why
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname not in self.names:
+            return None
+        source = source_path(fullname)
+        if source.is_file():
+            return importlib.util.spec_from_file_location(fullname, source)
+        return None
+
+
+def source_path(module: str) -> Path:
+    """The ``.py`` file of project ``module``."""
+    return ROOT.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def digest(path: Path) -> str:
+    """The SHA-256 of ``path``'s bytes, in hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def compiled_on_disk() -> frozenset[str]:
+    """Every project module with an extension module beside its source."""
+    found = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.so"):
+            name = path.name.split(".", 1)[0]
+            module = ".".join((*path.parent.relative_to(ROOT).parts, name))
+            if source_path(module).is_file():
+                found.add(module)
+    return frozenset(found)
+
+
+def stale_modules() -> tuple[frozenset[str], str]:
+    """The modules to load from source, and why (empty when the build may run)."""
+    if os.environ.get(PURE_ENV) == "1":
+        return compiled_on_disk(), f"{PURE_ENV}=1"
+    try:
+        manifest = json.loads(MANIFEST.read_text())
+        modules: dict[str, str] = manifest["modules"]
+    except FileNotFoundError:
+        on_disk = compiled_on_disk()
+        return on_disk, "compiled modules without build/native/manifest.json"
+    except (OSError, ValueError, KeyError, TypeError):
+        return compiled_on_disk() | set(_names(MANIFEST)), "build/native/manifest.json unreadable"
+    if manifest.get("cache_tag") != sys.implementation.cache_tag:
+        return frozenset(modules), f"built for {manifest.get('cache_tag')}"
+    for module, wanted in sorted(modules.items()):
+        source = source_path(module)
+        if not source.is_file() or digest(source) != wanted:
+            return frozenset(modules), f"{source.relative_to(ROOT)} changed since the build"
+    return frozenset(), ""
+
+
+def _names(manifest: Path) -> list[str]:
+    try:
+        return list(json.loads(manifest.read_text()).get("modules", {}))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+_checked = False
+
+
+def guard() -> None:
+    """Once per process: load every project module from source if the build is stale."""
+    global _checked
+    if _checked:
+        return
+    _checked = True
+    names, why = stale_modules()
+    if not names:
+        return
+    sys.meta_path.insert(0, SourceOnly(names, why))
+    if os.environ.get(PURE_ENV) != "1":
+        sys.stderr.write(
+            f"tripeaks: the native build is stale ({why}); running pure Python, "
+            "slower (make native rebuilds it)\n"
+        )

@@ -1,0 +1,108 @@
+"""The native build (tools/native.py) runs only with its own sources, and the same code
+runs as pure Python without it.
+
+``make test`` builds it first, so these tests see a fresh build; run alone on a
+checkout without one, the tests that need it are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from protocol import native
+from tools import native as build
+
+ROOT = Path(__file__).resolve().parents[2]
+
+needs_build = pytest.mark.skipif(
+    build.status() != "fresh", reason="no fresh native build (make native)"
+)
+
+
+def _where(module: str, cwd: Path, **env: str) -> tuple[str, str]:
+    """Where a fresh interpreter started in ``cwd`` loads ``module`` from, and its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module} as m; print(m.__file__)"],
+        cwd=cwd, env={**os.environ, **env, "PYTHONPATH": str(cwd)},
+        capture_output=True, text=True, timeout=60, check=True,
+    )
+    return done.stdout.strip(), done.stderr
+
+
+def test_the_module_list_names_real_sources_and_leaves_the_hub_and_journal_python() -> None:
+    assert all(build.source(module).is_file() for module in build.MODULES)
+    assert "server.hub" not in build.MODULES and "server.recovery.journal" not in build.MODULES
+    assert "server.transport.direct" not in build.MODULES  # a subclass of aiohttp's class
+
+
+@needs_build
+def test_a_fresh_build_is_what_runs() -> None:
+    for module in ("protocol.rules.game", "server.race.room", "server.reader"):
+        path, err = _where(module, ROOT)
+        assert path.endswith(".so"), (module, path)
+        assert "stale" not in err
+    manifest = json.loads(native.MANIFEST.read_text())
+    assert sorted(manifest["modules"]) == sorted(build.MODULES)
+
+
+@needs_build
+def test_pure_on_request_loads_every_module_from_source() -> None:
+    for module in ("protocol.rules.game", "server.race.room", "server.reader"):
+        path, err = _where(module, ROOT, TRIPEAKS_PURE="1")
+        assert path.endswith(".py"), (module, path)
+        assert err == ""
+
+
+@needs_build
+def test_an_edited_source_turns_the_whole_build_off_and_says_so(tmp_path: Path) -> None:
+    """A copy of the tree with one compiled module edited: that module and every other
+    compiled one load from source (they call each other directly when compiled)."""
+    for package in ("protocol", "server"):
+        shutil.copytree(ROOT / package, tmp_path / package)
+    (tmp_path / "build" / "native").mkdir(parents=True)
+    shutil.copy(native.MANIFEST, tmp_path / "build" / "native" / "manifest.json")
+    path, err = _where("server.race.room", tmp_path)
+    assert path.endswith(".so") and err == "", path  # the copy is fresh: compiled modules run
+    game = tmp_path / "protocol/rules/game.py"
+    game.write_text(game.read_text() + "\n# edited\n")
+    for module in ("protocol.rules.game", "server.race.room"):
+        path, err = _where(module, tmp_path)
+        assert path == str(tmp_path / (module.replace(".", "/") + ".py")), path
+        assert "native build is stale (protocol/rules/game.py changed since the build)" in err
+
+
+@needs_build
+def test_compiled_modules_without_a_manifest_do_not_run(tmp_path: Path) -> None:
+    for package in ("protocol", "server"):
+        shutil.copytree(ROOT / package, tmp_path / package)
+    path, err = _where("protocol.wire.fast", tmp_path)
+    assert path.endswith("fast.py"), path
+    assert "compiled modules without build/native/manifest.json" in err
+
+
+def test_without_a_build_nothing_is_said(tmp_path: Path) -> None:
+    for package in ("protocol", "server"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.so"))
+    path, err = _where("server.race.room", tmp_path)
+    assert path.endswith("room.py") and err == ""
+
+
+@needs_build
+def test_the_fast_path_tests_pass_on_the_pure_modules_too() -> None:
+    """The compiled modules are what the suite runs; their source is the fallback, so
+    the fast path's equivalence tests run on it as well."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/server/test_fastpath.py", "tests/protocol/rules"],
+        cwd=ROOT, env={**os.environ, "TRIPEAKS_PURE": "1"},
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert " passed" in done.stdout
