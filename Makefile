@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-NATIVE_STAMP := build/native/manifest.json
+NATIVE_STAMP := build/native/manifest.txt
 # The sources tools/native.py compiles: a change to one rebuilds the native modules.
 NATIVE_SOURCES := $(shell $(PYTHON) -m tools.native sources 2>/dev/null)
 

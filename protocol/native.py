@@ -1,16 +1,16 @@
 """Keeps a stale native build from running: compiled modules only with their own source.
 
 ``make native`` (``tools/native.py``) compiles the server's hot path with mypyc
-into extension modules beside their sources (``server/hub.cpython-311-....so``
-beside ``server/hub.py``); Python imports such a module in place of the source.
-The build writes ``build/native/manifest.json``: each compiled module and the
-SHA-256 of the source it was compiled from.  The compiled modules call each other
-directly, not through Python, so they run as one build or not at all: when any
-source differs from its digest (edited, or another commit checked out), or the
-manifest is missing while extension modules are there, :func:`guard` puts a finder
-first on ``sys.meta_path`` that loads every project module from its source, and
-says so once on stderr.  ``TRIPEAKS_PURE=1`` does the same without a word (the
-tests of the pure-Python fallback use it).
+into extension modules beside their sources (``server/race/room.cpython-311-...so``
+beside ``server/race/room.py``); Python imports such a module in place of the
+source.  The build writes ``build/native/manifest.txt``: the interpreter it was
+built for, then each compiled module and the SHA-256 of the source it was compiled
+from.  The compiled modules call each other directly, not through Python, so they
+run as one build or not at all: when any source differs from its digest (edited,
+or another commit checked out), or the manifest is missing while extension modules
+are there, :func:`guard` puts a finder first on ``sys.meta_path`` that loads every
+project module from its source, and says so once on stderr.  ``TRIPEAKS_PURE=1``
+does the same without a word (the tests of the pure-Python fallback use it).
 
 Called when the ``protocol`` and ``server`` packages are imported, before any of
 their modules; the check costs one read of each compiled module's source.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from typing import Final
 #: The folder holding the ``protocol`` and ``server`` packages.
 ROOT: Final = Path(__file__).resolve().parent.parent
 #: What the last native build compiled (written by ``tools/native.py``).
-MANIFEST: Final = ROOT / "build" / "native" / "manifest.json"
+MANIFEST: Final = ROOT / "build" / "native" / "manifest.txt"
 #: Set to ``1``: run the pure-Python modules even when a fresh build is there.
 PURE_ENV: Final = "TRIPEAKS_PURE"
 #: The packages whose modules may be compiled.
@@ -80,32 +79,47 @@ def compiled_on_disk() -> frozenset[str]:
     return frozenset(found)
 
 
+def write_manifest(digests: dict[str, str]) -> None:
+    """Record a build of ``digests`` (module: SHA-256 of its source) for this interpreter."""
+    lines = [f"cache_tag {sys.implementation.cache_tag}"]
+    lines += [f"{wanted} {module}" for module, wanted in sorted(digests.items())]
+    MANIFEST.write_text("\n".join(lines) + "\n")
+
+
+def read_manifest() -> tuple[str, dict[str, str]]:
+    """The interpreter the build was made for and its modules' digests (``OSError`` when
+    there is no manifest, ``ValueError`` when it is not one)."""
+    first, *rest = MANIFEST.read_text().splitlines() or [""]
+    key, _, cache_tag = first.partition(" ")
+    if key != "cache_tag":
+        raise ValueError("no cache_tag line")
+    digests = {}
+    for line in rest:
+        wanted, _, module = line.partition(" ")
+        if len(wanted) != 64 or not module:
+            raise ValueError(f"not a digest and a module: {line!r}")
+        digests[module] = wanted
+    return cache_tag, digests
+
+
 def stale_modules() -> tuple[frozenset[str], str]:
-    """The modules to load from source, and why (empty when the build may run)."""
+    """The modules to load from source, and why (none when the build may run, or there
+    is none)."""
     if os.environ.get(PURE_ENV) == "1":
         return compiled_on_disk(), f"{PURE_ENV}=1"
     try:
-        manifest = json.loads(MANIFEST.read_text())
-        modules: dict[str, str] = manifest["modules"]
+        cache_tag, modules = read_manifest()
     except FileNotFoundError:
-        on_disk = compiled_on_disk()
-        return on_disk, "compiled modules without build/native/manifest.json"
-    except (OSError, ValueError, KeyError, TypeError):
-        return compiled_on_disk() | set(_names(MANIFEST)), "build/native/manifest.json unreadable"
-    if manifest.get("cache_tag") != sys.implementation.cache_tag:
-        return frozenset(modules), f"built for {manifest.get('cache_tag')}"
+        return compiled_on_disk(), "compiled modules without build/native/manifest.txt"
+    except (OSError, ValueError):
+        return compiled_on_disk(), "build/native/manifest.txt unreadable"
+    if cache_tag != sys.implementation.cache_tag:
+        return frozenset(modules), f"built for {cache_tag}"
     for module, wanted in sorted(modules.items()):
         source = source_path(module)
         if not source.is_file() or digest(source) != wanted:
             return frozenset(modules), f"{source.relative_to(ROOT)} changed since the build"
     return frozenset(), ""
-
-
-def _names(manifest: Path) -> list[str]:
-    try:
-        return list(json.loads(manifest.read_text()).get("modules", {}))
-    except (OSError, ValueError, AttributeError):
-        return []
 
 
 _checked = False

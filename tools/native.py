@@ -10,7 +10,7 @@ Python; only the modules of :data:`MODULES` are compiled, each into
 runtime in ``server/native__mypyc...so``.  Python prefers such a file to the
 source, so nothing else changes: without a build the same modules run as Python.
 
-The build writes ``build/native/manifest.json`` last (each module and the SHA-256
+The build writes ``build/native/manifest.txt`` last (each module and the SHA-256
 of the source compiled); :mod:`protocol.native` refuses to load a build whose
 sources changed since.
 
@@ -24,15 +24,14 @@ modules to run (``--strict``, as ``make test`` uses, fails instead).
 
 What mypyc asks of the code: no generic dataclasses (plain classes with
 ``__slots__`` instead), no compiled subclass of a library's Python class (so
-``server/transport/direct.py`` stays Python), explicit ``__reduce__`` on frozen
-dataclasses that cross to the deal workers, and attributes assigned only with
-their declared types (a compiled class checks them).
+``server/transport/direct.py`` stays Python), explicit types on module constants
+that mypy infers across an import cycle, and arguments and attributes only of their
+declared types (compiled code checks them).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -41,21 +40,22 @@ import time
 from pathlib import Path
 from typing import Final
 
-from protocol.native import MANIFEST, ROOT, digest
+from protocol.native import MANIFEST, ROOT, compiled_on_disk, digest, stale_modules, write_manifest
 from protocol.native import source_path as source
 
 BUILD_TEMP: Final = ROOT / "build" / "native" / "tmp"
 #: The shared runtime's module (``server/native__mypyc...so``).
 GROUP: Final = "server.native"
 
-#: The hot path's pure core and transport: the rules, the fast codec, the race and
+#: The hot path's pure core and transport: the layout, the fast codec, the race and
 #: room reducers, the spectators' boards, the input log's encoding, the connection's
 #: writes and the frame reader.  The hub and the journal stay Python: the tests
-#: put failures into them by replacing methods, which a compiled class forbids.
+#: put failures into them by replacing methods, which a compiled class forbids.  The
+#: engine (``protocol/rules/cards.py``, ``game.py``) stays Python: compiled, a call
+#: with an argument of the wrong type raises ``TypeError`` before the engine's own
+#: checks, which answer ``CardError`` or a refusal.
 MODULES: Final = (
-    "protocol.rules.cards",
     "protocol.rules.layout",
-    "protocol.rules.game",
     "protocol.wire.fast",
     "server.race.race",
     "server.race.room",
@@ -88,16 +88,12 @@ def clean() -> int:
 
 
 def status() -> str:
-    """``fresh``, ``stale: why`` or ``none``."""
-    if not MANIFEST.exists():
-        return "none" if not compiled_files() else "stale: compiled modules without a manifest"
-    manifest = json.loads(MANIFEST.read_text())
-    if manifest.get("cache_tag") != sys.implementation.cache_tag:
-        return f"stale: built for {manifest.get('cache_tag')}"
-    for module, wanted in sorted(manifest["modules"].items()):
-        if not source(module).is_file() or digest(source(module)) != wanted:
-            return f"stale: {module} changed"
-    return "fresh"
+    """``fresh``, ``stale: why`` or ``none``, as :func:`protocol.native.stale_modules` sees
+    it (``TRIPEAKS_PURE=1`` counts as stale)."""
+    if not MANIFEST.exists() and not compiled_on_disk():
+        return "none"
+    stale, why = stale_modules()
+    return f"stale: {why}" if stale else "fresh"
 
 
 _SETUP = """
@@ -145,11 +141,7 @@ def build(strict: bool) -> int:
     shutil.rmtree(ROOT / "build" / "protocol", ignore_errors=True)
     for generated in (ROOT / "build").glob("__native*"):
         generated.unlink()
-    MANIFEST.write_text(
-        json.dumps(
-            {"cache_tag": sys.implementation.cache_tag, "modules": digests}, indent=1
-        ) + "\n"
-    )
+    write_manifest(digests)
     print(
         f"native build: {len(compiled_files())} extension modules in "
         f"{time.monotonic() - began:.0f} s; {MANIFEST.relative_to(ROOT)} written",

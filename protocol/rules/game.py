@@ -74,11 +74,6 @@ class Rules:
         """Cards in the stock at the start: 23, or 24 with an empty waste."""
         return DECK_SIZE - PEAK_CARDS - (0 if self.empty_waste else 1)
 
-    def __reduce__(self) -> tuple[type[Rules], tuple[bool, bool]]:
-        # Rules and deals go to the deal workers pickled; compiled (tools/native.py), a
-        # frozen dataclass has no pickle support of its own.
-        return Rules, (self.wrap, self.empty_waste)
-
 
 def _is_card(value: object) -> bool:
     # bool is an int subclass; True must not pass for the two of clubs.
@@ -123,12 +118,6 @@ class Deal:
             counts = Counter(cards)
             dupes = sorted(card_code(c) for c, n in counts.items() if n > 1)
             raise CardError(f"duplicate cards in deal: {', '.join(dupes)}")
-
-    def __reduce__(
-        self,
-    ) -> tuple[type[Deal], tuple[Rules, tuple[Card, ...], Card | None, tuple[Card, ...]]]:
-        # As Rules.__reduce__.
-        return Deal, (self.rules, self.peaks, self.waste, self.stock)
 
     @classmethod
     def from_codes(
