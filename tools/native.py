@@ -47,15 +47,15 @@ BUILD_TEMP: Final = ROOT / "build" / "native" / "tmp"
 #: The shared runtime's module (``server/native__mypyc...so``).
 GROUP: Final = "server.native"
 
-#: The hot path's pure core and transport: the layout, the fast codec, the race and
+#: The hot path's pure core and transport: the layout and the engine, the fast codec, the race and
 #: room reducers, the spectators' boards, the input log's encoding, the connection's
 #: writes and the frame reader.  The hub and the journal stay Python: the tests
-#: put failures into them by replacing methods, which a compiled class forbids.  The
-#: engine (``protocol/rules/cards.py``, ``game.py``) stays Python: compiled, a call
-#: with an argument of the wrong type raises ``TypeError`` before the engine's own
-#: checks, which answer ``CardError`` or a refusal.
+#: put failures into them by replacing methods, which a compiled class forbids.
+#: ``protocol/rules/cards.py`` stays Python: compiled, ``card_code`` would raise
+#: ``TypeError`` for a value of the wrong type before its own check (``CardError``).
 MODULES: Final = (
     "protocol.rules.layout",
+    "protocol.rules.game",
     "protocol.wire.fast",
     "server.race.race",
     "server.race.room",

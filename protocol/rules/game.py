@@ -42,6 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from mypy_extensions import mypyc_attr
+
 from protocol.rules.cards import (
     ALL_CODES,
     DECK_SIZE,
@@ -74,12 +76,20 @@ class Rules:
         """Cards in the stock at the start: 23, or 24 with an empty waste."""
         return DECK_SIZE - PEAK_CARDS - (0 if self.empty_waste else 1)
 
+    def __reduce__(self) -> tuple[type[Rules], tuple[bool, bool]]:
+        # Rules go to the deal workers pickled; compiled (tools/native.py), a frozen
+        # dataclass has no pickle support of its own.
+        return Rules, (self.wrap, self.empty_waste)
+
 
 def _is_card(value: object) -> bool:
     # bool is an int subclass; True must not pass for the two of clubs.
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < DECK_SIZE
 
 
+# A Python class even in the native build (tools/native.py): a compiled dataclass
+# checks its fields' types before __post_init__, which takes any sequence of cards.
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True)
 class Deal:
     """A full deal: 28 peak cards by position, the starting waste card, the stock.
@@ -363,11 +373,13 @@ class Game:
             return Status.STUCK
         return Status.PLAYING
 
-    def check(self, move: Move) -> Reason | None:
+    def check(self, move: object) -> Reason | None:
         """The reason ``move`` is illegal now, or ``None`` when it is legal.
 
         A finished game (won or stuck) refuses every move with ``GAME_OVER``;
-        only :meth:`undo` can lead out of a stuck position.
+        only :meth:`undo` can lead out of a stuck position.  Any value may be asked
+        about (anything but a position or ``"draw"`` is ``NO_SUCH_POSITION``): typed
+        ``object``, so that the compiled engine (tools/native.py) answers it too.
         """
         return self._refusal(move)[0]
 
@@ -382,7 +394,7 @@ class Game:
             return Reason.NOTHING_TO_UNDO
         return None
 
-    def is_legal(self, move: Move) -> bool:
+    def is_legal(self, move: object) -> bool:
         """True when ``move`` may be pushed now."""
         return self.check(move) is None
 
@@ -439,8 +451,9 @@ class Game:
         self._status = _PLAYING if drawn + 1 < len(stock) else None  # cleared is under 28
         return card
 
-    def push(self, move: Move) -> None:
-        """Apply ``move``: a position to play, or ``"draw"``."""
+    def push(self, move: object) -> None:
+        """Apply ``move``: a position to play, or ``"draw"`` (anything else is refused
+        with ``NO_SUCH_POSITION``, as :meth:`check` says)."""
         if move == DRAW:
             self.draw()
         elif isinstance(move, int) and not isinstance(move, bool):
@@ -515,7 +528,7 @@ class Game:
     def _playable(self, position: int) -> bool:
         return self._free(position) and self.fits(self.deal.peaks[position])
 
-    def _refusal(self, move: Move) -> tuple[Reason | None, str]:
+    def _refusal(self, move: object) -> tuple[Reason | None, str]:
         """The reason ``move`` is refused with a helpful message, or ``(None, "")``.
 
         Rank is checked last, and only for a face-up card, so no message can

@@ -10,7 +10,6 @@ import doctest
 import importlib
 import importlib.util
 import pkgutil
-from types import ModuleType
 
 import pytest
 
@@ -24,27 +23,33 @@ MUST_HAVE_EXAMPLES = {
 }
 
 
-def from_source(name: str) -> ModuleType:
-    """Module ``name`` as its source runs: a compiled one (tools/native.py) keeps no
-    docstrings doctest can find, so its source is run again as a module of its own."""
+def examples(name: str) -> list[doctest.DocTest]:
+    """The examples in module ``name``'s docstrings, run in the module as imported.
+
+    A compiled module (tools/native.py) keeps no docstrings doctest can find: they
+    are read from its source, run again as a module of its own, and each example
+    then runs among the imported module's names, so that it uses the classes every
+    other module uses."""
     module = importlib.import_module(name)
     if module.__file__ is None or module.__file__.endswith(".py"):
-        return module
+        return doctest.DocTestFinder().find(module)
     # Not beside __file__: a compiled module imported through another one names the
     # shared runtime (server/native__mypyc...so) as its file.
     spec = importlib.util.spec_from_file_location(name, source_path(name))
     assert spec is not None and spec.loader is not None
     source = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(source)
-    return source
+    found = doctest.DocTestFinder().find(source)
+    for test in found:
+        test.globs = dict(vars(module))
+    return found
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run_as_written(name: str) -> None:
-    module = from_source(name)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     report: list[str] = []
-    for test in doctest.DocTestFinder().find(module):
+    for test in examples(name):
         runner.run(test, out=report.append)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, "".join(report)

@@ -39,13 +39,13 @@ def test_the_module_list_names_real_sources_and_leaves_the_hub_and_journal_pytho
     assert all(build.source(module).is_file() for module in build.MODULES)
     assert "server.hub" not in build.MODULES and "server.recovery.journal" not in build.MODULES
     assert "server.transport.direct" not in build.MODULES  # a subclass of aiohttp's class
-    # The engine answers wrongly typed input itself (CardError, a refusal).
-    assert not {"protocol.rules.game", "protocol.rules.cards"} & set(build.MODULES)
+    # card_code answers wrongly typed input itself (CardError).
+    assert "protocol.rules.cards" not in build.MODULES
 
 
 @needs_build
 def test_a_fresh_build_is_what_runs() -> None:
-    for module in ("protocol.wire.fast", "server.race.room", "server.reader"):
+    for module in ("protocol.rules.game", "server.race.room", "server.reader"):
         path, err = _where(module, ROOT)
         assert path.endswith(".so"), (module, path)
         assert "stale" not in err
@@ -56,7 +56,7 @@ def test_a_fresh_build_is_what_runs() -> None:
 
 @needs_build
 def test_pure_on_request_loads_every_module_from_source() -> None:
-    for module in ("protocol.wire.fast", "server.race.room", "server.reader"):
+    for module in ("protocol.rules.game", "server.race.room", "server.reader"):
         path, err = _where(module, ROOT, TRIPEAKS_PURE="1")
         assert path.endswith(".py"), (module, path)
         assert err == ""
