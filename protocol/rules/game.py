@@ -109,8 +109,12 @@ class Deal:
         if not isinstance(self.rules, Rules):
             raise TypeError(f"a deal needs Rules, got {type(self.rules).__name__}")
         # Accept any sequence but store tuples, so a deal stays hashable and immutable.
-        object.__setattr__(self, "peaks", tuple(self.peaks))
-        object.__setattr__(self, "stock", tuple(self.stock))
+        # Read through getattr: compiled (tools/native.py), reading the field would
+        # insist on the declared tuple before it is one.
+        peaks: Iterable[Card] = getattr(self, "peaks")  # noqa: B009
+        stock: Iterable[Card] = getattr(self, "stock")  # noqa: B009
+        object.__setattr__(self, "peaks", tuple(peaks))
+        object.__setattr__(self, "stock", tuple(stock))
         if len(self.peaks) != PEAK_CARDS:
             raise CardError(f"a deal needs {PEAK_CARDS} peak cards, got {len(self.peaks)}")
         if (self.waste is None) != self.rules.empty_waste:
