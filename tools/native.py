@@ -3,8 +3,8 @@
 mypyc (shipped with mypy) turns type-annotated modules into C extension modules
 that run the same code without the interpreter's dispatch: attribute reads of
 compiled classes become struct reads and calls between compiled functions direct
-C calls.  Measured on the hot path (docs/performance.md): a move costs about 45%
-less CPU and a progress flush about 40% less.  The code stays the project's
+C calls.  Measured on the hot path (docs/performance.md): a move and a progress
+flush each cost about 35% less CPU.  The code stays the project's
 Python; only the modules of :data:`MODULES` are compiled, each into
 ``<module>.cpython-311-<platform>.so`` beside its source, with their shared
 runtime in ``server/native__mypyc...so``.  Python prefers such a file to the
