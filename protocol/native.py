@@ -42,9 +42,8 @@ class SourceOnly:
     """Finds ``names`` as their ``.py`` files, never as a compiled module (a meta path
     finder; not derived from ``importlib.abc``, whose import pulls in ``random``)."""
 
-    def __init__(self, names: frozenset[str], why: str) -> None:
+    def __init__(self, names: frozenset[str]) -> None:
         self.names = names
-        self.why = why
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -134,7 +133,7 @@ def guard() -> None:
     names, why = stale_modules()
     if not names:
         return
-    sys.meta_path.insert(0, SourceOnly(names, why))
+    sys.meta_path.insert(0, SourceOnly(names))
     if os.environ.get(PURE_ENV) != "1":
         sys.stderr.write(
             f"tripeaks: the native build is stale ({why}); running pure Python, "

@@ -40,7 +40,15 @@ import time
 from pathlib import Path
 from typing import Final
 
-from protocol.native import MANIFEST, ROOT, compiled_on_disk, digest, stale_modules, write_manifest
+from protocol.native import (
+    MANIFEST,
+    PACKAGES,
+    ROOT,
+    compiled_on_disk,
+    digest,
+    stale_modules,
+    write_manifest,
+)
 from protocol.native import source_path as source
 
 BUILD_TEMP: Final = ROOT / "build" / "native" / "tmp"
@@ -74,7 +82,7 @@ MODULES: Final = (
 
 def compiled_files() -> list[Path]:
     """Every extension module in the project's packages."""
-    return sorted(p for package in ("protocol", "server") for p in (ROOT / package).rglob("*.so"))
+    return sorted(path for package in PACKAGES for path in (ROOT / package).rglob("*.so"))
 
 
 def clean() -> int:
