@@ -182,11 +182,31 @@ async def _host_plays(played: PlayedRace, line: tuple[Any, ...]) -> None:
 async def _phone_plays(played: PlayedRace, line: tuple[Any, ...]) -> None:
     page = played.phone
     half = len(line) // 2
+    await page.evaluate(WATCH_BOARD_TOP, True)
     await _play(page, line[:half], "taps")
+    await page.evaluate(WATCH_BOARD_TOP, False)
     played.phone_checks.append(await page.evaluate(PHONE_CHECK))
     await webutil.screenshot(page, "play-racing-phone")
+    await page.evaluate(WATCH_BOARD_TOP, True)
     await _play(page, line, "taps", start=half)
+    await page.evaluate(WATCH_BOARD_TOP, False)
     played.phone_checks.append(await page.evaluate(PHONE_CHECK))
+
+
+#: Every frame while on, notes where the own board's top is on the page (each
+#: distinct place once, in ``window.__boardTops``): opponents finishing, words
+#: said and the clock must never move the board under a thumb about to tap it.
+WATCH_BOARD_TOP = """on => {
+  window.__boardTops ??= [];
+  window.__watchingBoard = on;
+  const look = () => {
+    if (!window.__watchingBoard) return;
+    const top = Math.round(document.getElementById('board-holder').getBoundingClientRect().top + scrollY);
+    if (!window.__boardTops.includes(top)) window.__boardTops.push(top);
+    requestAnimationFrame(look);
+  };
+  if (on) look();
+}"""
 
 
 PHONE_CHECK = """() => {
@@ -200,6 +220,7 @@ PHONE_CHECK = """() => {
       return r.width > 0 && r.left >= 0 && r.right <= innerWidth;
     }),
     bars: bars.length,
+    boardTops: window.__boardTops,
   };
 }"""
 
@@ -382,6 +403,9 @@ async def test_the_phone_plays_by_taps_without_sideways_scrolling(played: Played
         assert check["scrollWidth"] <= webutil.PHONE["width"]
         assert check["cardWidth"] >= 34
         assert check["barsInView"] and check["bars"] == 4
+    # Opponents finished, words were said and the clock ran while the phone played:
+    # its board stayed where it was, so no tap landed on another card.
+    assert played.phone_checks[-1]["boardTops"] == played.phone_checks[0]["boardTops"][:1]
     bea = next(p for p in played.race["players"] if p["name"] == "Bea")
     assert bea["status"] == "finished"
 
