@@ -201,7 +201,8 @@ WATCH_BOARD_TOP = """on => {
   window.__watchingBoard = on;
   const look = () => {
     if (!window.__watchingBoard) return;
-    const top = Math.round(document.getElementById('board-holder').getBoundingClientRect().top + scrollY);
+    const box = document.getElementById('board-holder').getBoundingClientRect();
+    const top = Math.round(box.top + scrollY);
     if (!window.__boardTops.includes(top)) window.__boardTops.push(top);
     requestAnimationFrame(look);
   };
