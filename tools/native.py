@@ -138,17 +138,13 @@ def build(strict: bool) -> int:
         )
     if done.returncode != 0:
         clean()
+        _remove_intermediates()
         tail = log.read_text().strip().splitlines()[-15:]
         print("native build FAILED (the pure-Python modules run instead, slower):", file=sys.stderr)
         print("\n".join("  " + line for line in tail), file=sys.stderr)
         print(f"  full log: {log}", file=sys.stderr)
         return 1 if strict else 0
-    # The intermediate C files are not needed to run; the log stays for reference.
-    shutil.rmtree(ROOT / "build" / "native" / "tmp", ignore_errors=True)
-    shutil.rmtree(ROOT / "build" / "server", ignore_errors=True)
-    shutil.rmtree(ROOT / "build" / "protocol", ignore_errors=True)
-    for generated in (ROOT / "build").glob("__native*"):
-        generated.unlink()
+    _remove_intermediates()
     write_manifest(digests)
     print(
         f"native build: {len(compiled_files())} extension modules in "
@@ -156,6 +152,21 @@ def build(strict: bool) -> int:
         flush=True,
     )
     return 0
+
+
+def _remove_intermediates() -> None:
+    """Remove what mypyc and setuptools leave under ``build/`` besides the log and the
+    manifest (C sources, objects, mypyc's IR listing): not needed to run."""
+    build_dir = ROOT / "build"
+    shutil.rmtree(BUILD_TEMP, ignore_errors=True)
+    for package in PACKAGES:
+        shutil.rmtree(build_dir / package, ignore_errors=True)
+    for generated in (*build_dir.glob("__native*"), *build_dir.glob("lib.*")):
+        if generated.is_dir():
+            shutil.rmtree(generated, ignore_errors=True)
+        else:
+            generated.unlink(missing_ok=True)
+    (build_dir / "ops.txt").unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,6 +96,64 @@ def test_without_a_build_nothing_is_said(tmp_path: Path) -> None:
     assert path.endswith("room.py") and err == ""
 
 
+def _tree_without_build(tmp_path: Path) -> Path:
+    """A copy of the packages, the build tool and the mypy settings, nothing compiled."""
+    for package in ("protocol", "server", "tools"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.so"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _build(
+    tree: Path, *args: str, first: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m tools.native build ARGS`` in ``tree`` (``first``: a folder of modules
+    found before everything else)."""
+    path = str(tree) if first is None else f"{first}{os.pathsep}{tree}"
+    return subprocess.run(
+        [sys.executable, "-m", "tools.native", "build", *args],
+        cwd=tree, env={**os.environ, **env, "PYTHONPATH": path},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def _left_behind(tree: Path) -> list[str]:
+    """What a build left besides its log: compiled modules, a manifest, C or objects."""
+    return sorted(
+        str(path.relative_to(tree)) for path in tree.rglob("*")
+        if path.is_file() and path.suffix in (".so", ".c", ".o", ".txt")
+        and path != tree / "build" / "native" / "build.log"
+    )
+
+
+def test_a_build_without_a_c_compiler_says_so_and_leaves_pure_python(tmp_path: Path) -> None:
+    """A machine without gcc: the build fails whole, says why, leaves nothing half built
+    (so nothing stale is loaded), and the same modules run from source, silently."""
+    tree = _tree_without_build(tmp_path)
+    done = _build(tree, "--strict", CC="false")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "native build FAILED (the pure-Python modules run instead, slower)" in done.stderr
+    assert "full log: " in done.stderr
+    assert _left_behind(tree) == []
+    assert "returned non-zero exit status" in (tree / "build/native/build.log").read_text()
+    path, err = _where("server.race.room", tree)
+    assert path == str(tree / "server/race/room.py") and err == ""
+
+
+def test_a_build_without_mypyc_fails_only_when_asked_to_be_strict(tmp_path: Path) -> None:
+    """``make run`` builds without ``--strict``: a failed build must not stop the server."""
+    tree = _tree_without_build(tmp_path)
+    shadow = tmp_path / "shadow" / "mypyc"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no mypyc here')\n")
+    lenient = _build(tree, first=shadow.parent)
+    assert lenient.returncode == 0 and "native build FAILED" in lenient.stderr
+    assert "no mypyc here" in lenient.stderr
+    strict = _build(tree, "--strict", first=shadow.parent)
+    assert strict.returncode == 1 and "native build FAILED" in strict.stderr
+    assert _left_behind(tree) == []
+
+
 @needs_build
 def test_the_fast_path_tests_pass_on_the_pure_modules_too() -> None:
     """The compiled modules are what the suite runs; their source is the fallback, so
