@@ -86,12 +86,13 @@ def compiled_files() -> list[Path]:
 
 
 def clean() -> int:
-    """Remove every compiled module and the manifest; how many files went."""
+    """Remove every compiled module, the manifest and the build's intermediates; how many
+    compiled modules went."""
     files = compiled_files()
     for path in files:
         path.unlink()
     MANIFEST.unlink(missing_ok=True)
-    shutil.rmtree(BUILD_TEMP, ignore_errors=True)
+    _remove_intermediates()
     return len(files)
 
 
@@ -138,7 +139,6 @@ def build(strict: bool) -> int:
         )
     if done.returncode != 0:
         clean()
-        _remove_intermediates()
         tail = log.read_text().strip().splitlines()[-15:]
         print("native build FAILED (the pure-Python modules run instead, slower):", file=sys.stderr)
         print("\n".join("  " + line for line in tail), file=sys.stderr)
