@@ -183,7 +183,8 @@ class Bench:
         # Python code runs than of those taken in a system call (the socket writes
         # looked twice their size): BENCH_LOAD_PROFILE_BLOCKING=1 pauses it per sample.
         pause = [] if os.environ.get("BENCH_LOAD_PROFILE_BLOCKING") == "1" else ["--nonblocking"]
-        cmd = [spy, "record", "--pid", str(pid), *pause, "--gil", "--format", "raw",
+        native = ["--native"] if os.environ.get("BENCH_LOAD_PROFILE_NATIVE") == "1" else []
+        cmd = [spy, "record", "--pid", str(pid), *pause, *native, "--gil", "--format", "raw",
                "--rate", "200", "--output", str(out)]
         self._profiler = start(cmd, core=GENERATOR_CORE, log=self.log)
 
