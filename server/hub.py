@@ -175,6 +175,13 @@ class Hub:
         self.claims = Claims(Players(store), executor)
         self.held: dict[Connection, Held] = {}
         self.move_count = 0  # moves handled, for sampled timing
+        #: False sends every progress flush through :meth:`run` (the reference the
+        #: one pass of :meth:`_send_flush` is tested against).
+        self.one_pass = True
+        #: Progress flushes sent in one pass and through :meth:`run` (for the tests and
+        #: for curiosity: a compiled hub's methods cannot be wrapped to count them).
+        self.flushes_one_pass = 0
+        self.flushes_general = 0
         self._by_conn = self.lobby.by_conn  # read on every move
         #: Background tasks (:meth:`spawn`); shutdown cancels whatever is left.
         self.tasks: set[asyncio.Task[None]] = set()
@@ -557,7 +564,12 @@ class Hub:
                     continue
                 try:
                     rows = room.flush_rows(now)
-                    if rows is not None and not self._send_flush(handle, rows):
+                    if rows is None:
+                        continue
+                    if self.one_pass and self._send_flush(handle, rows):
+                        self.flushes_one_pass += 1
+                    else:
+                        self.flushes_general += 1
                         self.run(handle, flush_frames(rows))
                 except Exception:
                     logs.failure("progress_flush_failed", room=room.code)

@@ -57,8 +57,9 @@ GROUP: Final = "server.native"
 
 #: The hot path's pure core and transport: the layout and the engine, the fast codec, the race and
 #: room reducers, the spectators' boards, the input log's encoding, the connection's
-#: writes and the frame reader.  The hub and the journal stay Python: the tests
-#: put failures into them by replacing methods, which a compiled class forbids.
+#: writes, the frame reader and the hub (the move's and the flush's fast paths).  The
+#: journal stays Python: the tests put failures into it by replacing methods, which a
+#: compiled class forbids.
 #: ``protocol/rules/cards.py`` stays Python: compiled, ``card_code`` would raise
 #: ``TypeError`` for a value of the wrong type before its own check (``CardError``).
 MODULES: Final = (
@@ -77,6 +78,7 @@ MODULES: Final = (
     "server.transport.connection",
     "server.transport.framing",
     "server.reader",
+    "server.hub",
 )
 
 

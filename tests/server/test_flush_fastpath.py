@@ -28,7 +28,6 @@ from server.config import Settings
 from server.hub import Hub
 from server.hub_rooms import RoomHandle
 from server.race.lobby import NewPlayer
-from server.race.progress import FlushRows
 from server.race.room import Room
 from server.race.room_types import Fresh, Identity
 from server.race.spectate import LIVE_KINDS, SpectatorFeed
@@ -84,8 +83,7 @@ async def _twin(store: RaceStore, plan: Mapping[str, int], one_pass: bool) -> Tw
     """A hub with the rooms ``plan`` describes; ``one_pass`` false sends its flushes
     through ``Hub.run`` only."""
     hub = Hub(Settings(), store, None, None)  # type: ignore[arg-type]
-    if not one_pass:
-        hub._send_flush = lambda handle, rows: False  # type: ignore[method-assign]
+    hub.one_pass = one_pass
     members: list[Member] = []
     rng = random.Random(plan["seed"])
     for r in range(plan["rooms"]):
@@ -181,14 +179,6 @@ async def test_one_pass_flushes_write_what_the_general_path_writes(
     slow = await _twin(store, plan, one_pass=False)
     twins = [fast, slow]
     rng = random.Random(seed)
-    one_pass = fast.hub._send_flush
-    taken: list[bool] = []
-
-    def counted(handle: RoomHandle, rows: FlushRows) -> bool:
-        taken.append(one_pass(handle, rows))
-        return taken[-1]
-
-    fast.hub._send_flush = counted  # type: ignore[method-assign]
     try:
         sent = 0
         for step in range(1, 16):
@@ -207,7 +197,9 @@ async def test_one_pass_flushes_write_what_the_general_path_writes(
         assert sent > 0
         # Without a delay every flush takes the one pass; with one, the feed holds
         # the frames back and every flush is the general path's.
-        assert taken and all(taken) if delay_s == 0 else not any(taken)
+        one_pass, general = fast.hub.flushes_one_pass, fast.hub.flushes_general
+        assert (one_pass, general) == ((one_pass or 1, 0) if delay_s == 0 else (0, general or 1))
+        assert (slow.hub.flushes_one_pass, slow.hub.flushes_general) == (0, one_pass + general)
         for code, handle in fast.hub.handles.items():  # what a late spectator catches up on
             caught = _catch_up(handle, now)
             assert caught == _catch_up(slow.handle(code), now)
