@@ -25,8 +25,9 @@ modules to run (``--strict``, as ``make test`` uses, fails instead).
 What mypyc asks of the code: no generic dataclasses (plain classes with
 ``__slots__`` instead), no compiled subclass of a library's Python class (so
 ``server/transport/direct.py`` stays Python), explicit types on module constants
-that mypy infers across an import cycle, and arguments and attributes only of their
-declared types (compiled code checks them).
+that mypy infers across an import cycle and on a ``Final`` tuple (inferred, it was
+never set: ``NameError``), arguments and attributes only of their declared types
+(compiled code checks them), and no replacing of a compiled class's methods.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ GROUP: Final = "server.native"
 
 #: The hot path's pure core and transport: the layout and the engine, the fast codec, the race and
 #: room reducers, the spectators' boards, the input log's encoding, the connection's
-#: writes, the frame reader and the hub (the move's and the flush's fast paths).  The
-#: journal stays Python: the tests put failures into it by replacing methods, which a
-#: compiled class forbids.
+#: writes, the frame reader, the hub (the move's and the flush's fast paths), the
+#: journal and the flushes' slots.  A compiled class's methods cannot be replaced, so
+#: the tests put failures in through what these modules are given (the input log, a
+#: room's state), never by patching them.
 #: ``protocol/rules/cards.py`` stays Python: compiled, ``card_code`` would raise
 #: ``TypeError`` for a value of the wrong type before its own check (``CardError``).
 MODULES: Final = (
@@ -79,6 +81,8 @@ MODULES: Final = (
     "server.transport.framing",
     "server.reader",
     "server.hub",
+    "server.hub_flushes",
+    "server.recovery.journal",
 )
 
 

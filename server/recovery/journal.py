@@ -53,7 +53,8 @@ from server.recovery.log import Done, InputLog, Run
 _encode_move: Final = codec.encode_move
 _encode: Final = codec.encode
 #: Pauses before the tries of a refused append after the first.
-RETRIES: Final = (0.05, 0.25, 1.0)
+#: Typed: compiled (tools/native.py), a tuple constant of an inferred type is never set.
+RETRIES: Final[tuple[float, ...]] = (0.05, 0.25, 1.0)
 #: In the held outputs, in place of a frame: call the action itself.
 _CALL: Final = object()
 
