@@ -56,12 +56,12 @@ BUILD_TEMP: Final = ROOT / "build" / "native" / "tmp"
 #: The shared runtime's module (``server/native__mypyc...so``).
 GROUP: Final = "server.native"
 
-#: The hot path's pure core and transport: the layout and the engine, the fast codec, the race and
-#: room reducers, the spectators' boards, the input log's encoding, the connection's
-#: writes, the frame reader, the hub (the move's and the flush's fast paths), the
-#: journal and the flushes' slots.  A compiled class's methods cannot be replaced, so
-#: the tests put failures in through what these modules are given (the input log, a
-#: room's state), never by patching them.
+#: The hot path: its pure core (the layout and the engine, the fast codec, the race and
+#: room reducers, the spectators' boards, the input log's encoding), its transport (the
+#: connection's writes, the frame reader) and the shell between them (the hub's move and
+#: flush fast paths, the flushes' slots, the journal).  A compiled class's methods cannot
+#: be replaced, so the tests put failures in through what these modules are given (the
+#: input log, a room's state), never by patching them.
 #: ``protocol/rules/cards.py`` stays Python: compiled, ``card_code`` would raise
 #: ``TypeError`` for a value of the wrong type before its own check (``CardError``).
 MODULES: Final = (
