@@ -39,6 +39,9 @@ def test_the_module_list_names_real_sources_and_the_hot_path_shell() -> None:
     assert all(build.source(module).is_file() for module in build.MODULES)
     # The move's and the flush's fast paths, and the input log's journal.
     assert {"server.hub", "server.hub_flushes", "server.recovery.journal"} <= set(build.MODULES)
+    # The solver's search, which the deal workers run.
+    solver = {"protocol.deals.counting", "protocol.deals.depth_first", "protocol.deals.layered"}
+    assert solver <= set(build.MODULES)
     assert "server.transport.direct" not in build.MODULES  # a subclass of aiohttp's class
     # card_code answers wrongly typed input itself (CardError).
     assert "protocol.rules.cards" not in build.MODULES
@@ -53,6 +56,24 @@ def test_a_fresh_build_is_what_runs() -> None:
     cache_tag, digests = native.read_manifest()
     assert cache_tag == sys.implementation.cache_tag
     assert sorted(digests) == sorted(build.MODULES)
+
+
+def _layered_file() -> str:
+    import protocol.deals.layered as layered
+
+    return layered.__file__ or ""
+
+
+@needs_build
+def test_the_deal_workers_run_the_compiled_solver() -> None:
+    # The server's own pool of deal workers (spawned, at idle priority).
+    from server.app import make_executor
+
+    workers = make_executor(1)
+    try:
+        assert workers.submit(_layered_file).result(timeout=60).endswith(".so")
+    finally:
+        workers.shutdown()
 
 
 @needs_build
