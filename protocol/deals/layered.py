@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import Any, Final
 
 from protocol.deals.depth_first import FULL, Board, depth_first
 from protocol.rules.cards import RANK_COUNT
@@ -103,37 +103,44 @@ _UPPER: Final = 18
 _UPPER_MASK: Final = (1 << _UPPER) - 1
 _BOTTOM_SUBSETS: Final = 1 << (PEAK_CARDS - _UPPER)
 _FULL_BOTTOM: Final = 1 << (_BOTTOM_SUBSETS - 1)
-_ONE: Final = tuple(1 << b for b in range(_BOTTOM_SUBSETS))
+#: A set of bottom-row masks, bit ``b`` for the mask ``b``: a Python int of up to 1,024
+#: bits.  Typed ``Any`` on purpose: compiled (tools/native.py), an ``int`` is checked
+#: after every operation for whether it fits a machine word, which these never do; as
+#: ``Any`` each operation goes straight to CPython's integers (the slow candidates'
+#: search about 15% faster, measured).  The packed sums of the counting rule are such
+#: ints too (:class:`CountCheck`).
+Bits = Any
+_ONE: Final[tuple[Bits, ...]] = tuple(1 << b for b in range(_BOTTOM_SUBSETS))
 #: A set of masks: upper-row mask -> bitset over the bottom-row masks, whose
 #: bit ``b`` stands for the mask ``upper | b << 18``.  Masks that differ only
 #: in the bottom row (about eight per group here) share one entry.
-_Groups = dict[int, int]
+_Groups = dict[int, Bits]
 #: The states one layer of the layered search kept: (top rank, groups) pieces,
 #: in the order they were found.
 _Layer = list[tuple[int, _Groups]]
 
 
-def _bottom_set(member: Callable[[int], bool]) -> int:
+def _bottom_set(member: Callable[[int], bool]) -> Bits:
     """The bitset of the bottom-row masks ``b`` for which ``member(b)``."""
     bits = "".join("1" if member(b) else "0" for b in range(_BOTTOM_SUBSETS - 1, -1, -1))
     return int(bits, 2)
 
 
 @functools.cache
-def _lacking(position: int) -> int:
+def _lacking(position: int) -> Bits:
     """Bottom-row masks in which bottom ``position`` is still to play."""
     bit = 1 << (position - _UPPER)
     return _bottom_set(lambda b: not b & bit)
 
 
 @functools.cache
-def _holding(bits: int) -> int:
+def _holding(bits: int) -> Bits:
     """Bottom-row masks in which every card of ``bits`` is played."""
     return _bottom_set(lambda b: b & bits == bits)
 
 
 @functools.cache
-def _at_least_played() -> tuple[int, ...]:
+def _at_least_played() -> tuple[Bits, ...]:
     """Per count ``n``: the bottom-row masks with at least ``n`` cards played."""
     return tuple(
         _bottom_set(functools.partial(_played_at_least, n)) for n in range(PEAK_CARDS - _UPPER + 1)
@@ -145,7 +152,7 @@ def _played_at_least(count: int, bottom: int) -> bool:
 
 
 #: How one fitting position moves a group: (kind, a, b, c, rank); see _grow.
-_GroupMove = tuple[int, int, int, int, int]
+_GroupMove = tuple[int, int, Bits, int, int]
 
 
 def _group_moves(board: Board) -> tuple[tuple[_GroupMove, ...], ...]:
@@ -190,8 +197,9 @@ def _grow(
                             key = upper | a
                             into[key] = into.get(key, 0) | moved
             else:  # higher card: free or not for the whole group
+                free: int = b  # its covers and itself: an upper-row mask, a machine word
                 for upper, bits in groups.items():
-                    if upper & b == c:
+                    if upper & free == c:
                         key = upper | a
                         into[key] = into.get(key, 0) | bits
     return grown
@@ -306,7 +314,7 @@ class CountCheck:
         # split where the layered search splits masks: rows above, bottom row
         self.tables = (_sums(weights[0:10]), _sums(weights[10:_UPPER]), _sums(weights[_UPPER:]))
 
-    def _setup(self, drawn: int, top: int) -> tuple[int, int]:
+    def _setup(self, drawn: int, top: int) -> tuple[Bits, Bits]:
         """The packed bias with ``drawn`` draws and this top, and the lost bits."""
         bias, lost = self.counting.biases[drawn]
         return bias - self.counting.credit[top], lost
@@ -379,19 +387,19 @@ class CountCheck:
 
 def _playable(
     moves: tuple[_GroupMove, ...],
-) -> tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+) -> tuple[Bits, tuple[tuple[int, Bits], ...], tuple[tuple[int, int], ...]]:
     """The group moves of one top split by kind: the bottom-row masks with a
     bottom-row card to play, the second-row moves and the higher ones."""
-    bottom = 0
+    bottom: Bits = 0
     for kind, _, b, _, _ in moves:
         if kind == 0:
             bottom |= b
     second = tuple((a, b) for kind, a, b, _, _ in moves if kind == 1)
-    higher = tuple((b, c) for kind, _, b, c, _ in moves if kind == 2)
+    higher: tuple[tuple[int, int], ...] = tuple((b, c) for kind, _, b, c, _ in moves if kind == 2)
     return bottom, second, higher
 
 
-def _sums(weights: tuple[int, ...]) -> list[int]:
+def _sums(weights: tuple[int, ...]) -> list[Bits]:
     """Table of the sums of every subset of ``weights``, indexed by bit pattern."""
     table = [0]
     for weight in weights:
