@@ -72,6 +72,13 @@ class SolveResult:
     par: int | None
     nodes: int
 
+    def __reduce__(
+        self,
+    ) -> tuple[type[SolveResult], tuple[bool, tuple[Move, ...] | None, int | None, int]]:
+        # Results come back from the deal workers pickled; compiled (tools/native.py), a
+        # frozen dataclass has no pickle support of its own.
+        return SolveResult, (self.winnable, self.solution, self.par, self.nodes)
+
 
 def solve(deal: Deal, *, want_par: bool = False) -> SolveResult:
     """Decide exactly whether ``deal`` can be won; with ``want_par`` also find par."""

@@ -39,8 +39,9 @@ def test_the_module_list_names_real_sources_and_the_hot_path_shell() -> None:
     assert all(build.source(module).is_file() for module in build.MODULES)
     # The move's and the flush's fast paths, and the input log's journal.
     assert {"server.hub", "server.hub_flushes", "server.recovery.journal"} <= set(build.MODULES)
-    # The solver's search, which the deal workers run.
-    solver = {"protocol.deals.counting", "protocol.deals.depth_first", "protocol.deals.layered"}
+    # The solver, which the deal workers run, and the baseline bench.solver races it against.
+    solver = {"protocol.deals.counting", "protocol.deals.depth_first", "protocol.deals.layered",
+              "protocol.deals.solver"}
     assert solver <= set(build.MODULES)
     assert "server.transport.direct" not in build.MODULES  # a subclass of aiohttp's class
     # card_code answers wrongly typed input itself (CardError).
