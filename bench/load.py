@@ -168,9 +168,13 @@ class Bench:
             return
         kind, pid = self._profiled
         if where := os.environ.get("BENCH_LOAD_PERF"):
-            # Every sample of the server's core, kernel included, with call graphs.
+            # Every sample of the server's core, kernel included, with call graphs: by frame
+            # pointers, which stop at the first C function built without them, or with
+            # BENCH_LOAD_PERF_DWARF=1 from copies of the stack (whole chains, larger files).
             perf = shutil.which("perf") or "perf"
-            cmd = [perf, "record", "-g", "-p", str(pid), "-o",
+            dwarf = os.environ.get("BENCH_LOAD_PERF_DWARF") == "1"
+            graph = ["-F", "300", "--call-graph", "dwarf,32768"] if dwarf else ["-g"]
+            cmd = [perf, "record", *graph, "-p", str(pid), "-o",
                    str(Path(where) / f"{kind}-{pid}.perf.data")]
             self._profiler = start(cmd, core=GENERATOR_CORE, log=self.log)
             return
