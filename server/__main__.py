@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Final
 
 from aiohttp import web
@@ -37,6 +38,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
     # Imported late: parse errors need no aiohttp.
     from server.app import create_app, start_cluster
     from server.storage.store import DatabaseNotWritableError
+    from server.transport import unixsocket
     from server.transport.httpguard import GuardedRunner
 
     loop = asyncio.get_running_loop()
@@ -66,6 +68,15 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
         logs.event("server_failed", level=40, reason=f"cannot listen: {exc}")
         await runner.cleanup()
         return 1
+    unix: tuple[Path, int] | None = None
+    if settings.unix_socket:
+        path = Path(settings.unix_socket)
+        try:
+            unix = path, await unixsocket.listen(runner, path)
+        except OSError as exc:
+            logs.event("server_failed", level=40, reason=f"cannot listen on {path}: {exc}")
+            await runner.cleanup()
+            return 1
     _tune_gc()
     addresses = runner.addresses  # the bound sockets' addresses: port 0 names a free port
     port = addresses[0][1] if addresses else settings.port
@@ -76,10 +87,13 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> int
         port=port,
         url=f"ws://{settings.host}:{port}/ws",
         http=f"http://{settings.host}:{port}/",  # where players and spectators open the site
+        unix_socket=None if unix is None else str(unix[0]),
     )
     await stop.wait()
     logs.event("server_stopping")
     await runner.cleanup()
+    if unix is not None:
+        unixsocket.remove(*unix)
     logs.event("server_stopped")
     return 0
 

@@ -23,6 +23,9 @@ _NODE_ID: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 #: A WebSocket URL, or an absolute path on the address the client already uses.
 _NODE_URL: Final = re.compile(r"(wss?://[^\s/?#]+)?/[^\s?#]{0,150}")
 
+#: The longest Unix socket path the system takes (``sun_path`` less its closing zero).
+MAX_UNIX_PATH: Final = 107
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -40,6 +43,10 @@ class Settings:
 
     host: str = field(default="127.0.0.1", metadata=_doc("address to listen on"))
     port: int = field(default=8765, metadata=_doc("TCP port (0 picks a free one)"))
+    unix_socket: str = field(
+        default="",
+        metadata=_doc("also listen on this Unix socket (nginx on this host); empty: TCP only"),
+    )
     db: str = field(
         default="",
         metadata=_doc("sqlite:///PATH or postgresql://...; empty: SQLite in the data dir"),
@@ -125,6 +132,11 @@ class Settings:
             value = getattr(self, spec.name)
             if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
                 raise SettingsError(f"{spec.name} must not be negative, got {value}")
+        if len(os.fsencode(self.unix_socket)) > MAX_UNIX_PATH:
+            raise SettingsError(
+                f"unix_socket must be at most {MAX_UNIX_PATH} bytes long, "
+                f"got {len(os.fsencode(self.unix_socket))}"
+            )
         if self.progress_hz <= 0:
             raise SettingsError("progress_hz must be positive")
         if not 0 < self.abuse_share <= 1:
@@ -206,6 +218,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings
 def _metavar(name: str) -> str:
     if name in ("db", "redis_url", "node_url"):
         return "URL"
+    if name == "unix_socket":
+        return "PATH"
     return "SECONDS" if name.endswith("_s") else name.upper()
 
 

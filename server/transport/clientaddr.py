@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from typing import Final
 
 from server.config import IPNetwork
+
+#: The address of a request that came over the Unix socket without ``X-Forwarded-For``.
+LOCAL: Final = "unix"
 
 
 def is_trusted(address: str, networks: Sequence[IPNetwork]) -> bool:
@@ -27,10 +31,18 @@ def is_trusted(address: str, networks: Sequence[IPNetwork]) -> bool:
 def client_address(
     peer: str | None, forwarded_for: str | None, networks: Sequence[IPNetwork]
 ) -> str:
-    """The address to attribute a request to (``"unknown"`` without a peer)."""
-    if not peer:
+    """The address to attribute a request to (``"unknown"`` without a peer).
+
+    A peer on the server's Unix socket (``peer`` empty: such peers have no
+    address) is a trusted proxy on this host (:mod:`server.transport.unixsocket`);
+    without ``X-Forwarded-For`` its requests count as :data:`LOCAL`'s.
+    """
+    if peer is None:
         return "unknown"
-    if not forwarded_for or not is_trusted(peer, networks):
+    if peer == "":
+        if not forwarded_for:
+            return LOCAL
+    elif not forwarded_for or not is_trusted(peer, networks):
         return peer
     hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
     for hop in reversed(hops):
@@ -41,4 +53,4 @@ def client_address(
             return hop[:64]
         if not is_trusted(hop, networks):
             return hop
-    return hops[0] if hops else peer
+    return hops[0] if hops else (peer or LOCAL)
