@@ -27,6 +27,8 @@ from tests.serverutil import running_server
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 SCRIPT = Path(sys.executable).parent / "tripeaks-server"
+#: Where the unit and compose put the server's Unix socket, and nginx.conf looks for it.
+SOCKET = "/run/tripeaks/tripeaks.sock"
 
 
 def unit_for_this_machine(tmp_path: Path) -> Path:
@@ -108,6 +110,11 @@ def test_the_unit_has_the_usual_hardening_and_a_state_directory() -> None:
     assert "TRIPEAKS_DATA_DIR=%S/tripeaks" in unit["Environment"]
     assert "TRIPEAKS_HOST=127.0.0.1" in unit["Environment"]
     assert unit["KillSignal"] == ["SIGTERM"]
+    # The socket's directory: made at each start and gone at the stop, and 0755
+    # (whatever the UMask) so that nginx's user can reach the socket in it.
+    assert "TRIPEAKS_UNIX_SOCKET=%t/tripeaks/tripeaks.sock" in unit["Environment"]
+    assert unit["RuntimeDirectory"] == ["tripeaks"]
+    assert unit["RuntimeDirectoryMode"] == ["0755"]
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:
@@ -152,6 +159,21 @@ def test_the_image_is_slim_and_runs_as_a_non_root_user_with_a_health_check() -> 
         assert name in env
 
 
+def test_the_image_makes_the_socket_directory_the_server_users() -> None:
+    # compose.yaml mounts a volume there; a new volume takes the image's owner and mode.
+    steps = dockerfile_instructions()
+    final_stage = steps[max(i for i, (word, _) in enumerate(steps) if word == "FROM") :]
+    run = " ".join(rest for word, rest in final_stage if word == "RUN")
+    directory = str(Path(SOCKET).parent)
+    uid = re.search(r"useradd [^&]*--uid (\d+) [^&]*--gid (\w+) [^&]* (\w+) ", run)
+    assert uid is not None, run
+    (user,) = [rest for word, rest in final_stage if word == "USER"]
+    assert user.split(":")[0] == uid[1]
+    assert re.search(rf"mkdir -p [^&]*{directory}\b", run), run
+    assert re.search(rf"chown {uid[3]}:{uid[2]} [^&]*{directory}\b", run), run
+    assert re.search(rf"chmod 0755 {directory}\b", run), run
+
+
 def test_the_image_copies_every_package_the_project_declares() -> None:
     copied = {rest.split()[0] for word, rest in dockerfile_instructions() if word == "COPY"}
     pyproject = (ROOT / "pyproject.toml").read_text()
@@ -187,6 +209,10 @@ def test_compose_runs_the_server_postgres_and_nginx_with_volumes() -> None:
     assert "healthcheck" in postgres
     assert nginx["network_mode"] == "service:tripeaks"
     assert "./nginx.conf:/etc/nginx/nginx.conf:ro" in nginx["volumes"]
+    # The server's socket is in a named volume both containers mount.
+    assert env["TRIPEAKS_UNIX_SOCKET"] == SOCKET
+    run = f"tripeaks-run:{Path(SOCKET).parent}"
+    assert run in server["volumes"] and run in nginx["volumes"]
     named = set(doc["volumes"])
     for service in services.values():
         for volume in service.get("volumes", []):
@@ -236,6 +262,17 @@ def test_the_readme_gives_each_settings_default_as_the_server_has_it() -> None:
         env = ENV_PREFIX + spec.name.upper()
         row = re.search(rf"\| `{env}` \| `[^`]*` \| ([^|]*) \|", readme)
         assert row is not None and row[1].strip() == f"`{shown}`", (env, shown)
+
+
+def test_nginx_reaches_the_server_on_the_socket_the_unit_and_compose_make() -> None:
+    conf = (DEPLOY / "nginx.conf").read_text()
+    upstream = re.search(r"upstream tripeaks_backend \{(.*?)\}", conf, re.S)
+    assert upstream is not None
+    assert re.findall(r"^\s*server (\S+);", upstream[1], re.M) == [f"unix:{SOCKET}"]
+    assert "keepalive 32;" in upstream[1]
+    assert unit_env()["TRIPEAKS_UNIX_SOCKET"] == SOCKET
+    assert compose_env()["TRIPEAKS_UNIX_SOCKET"] == SOCKET
+    assert unit_directives()["RuntimeDirectory"] == [Path(SOCKET).parent.name]
 
 
 def test_nginx_proxies_websockets_with_a_read_timeout_above_the_heartbeat() -> None:
@@ -315,7 +352,8 @@ def dockerfile_env() -> dict[str, str]:
 
 def unit_env() -> dict[str, str]:
     pairs = (value.split("=", 1) for value in unit_directives()["Environment"])
-    return {key: value.replace("%S", "/var/lib") for key, value in pairs}
+    # %S and %t of a system unit: its state and runtime directory roots.
+    return {key: value.replace("%S", "/var/lib").replace("%t", "/run") for key, value in pairs}
 
 
 def compose_env() -> dict[str, str]:
@@ -327,13 +365,18 @@ def compose_env() -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("source", [dockerfile_env, unit_env, compose_env])
-def test_each_deployment_sets_valid_server_settings(source: object) -> None:
+@pytest.mark.parametrize(
+    ("source", "unix_socket"),
+    # The image alone serves TCP only; compose adds the socket nginx reaches.
+    [(dockerfile_env, ""), (unit_env, SOCKET), (compose_env, SOCKET)],
+)
+def test_each_deployment_sets_valid_server_settings(source: object, unix_socket: str) -> None:
     env = source()  # type: ignore[operator]
     settings = from_env(env)
     if settings.db:
         driver_url(settings.db)  # raises DatabaseURLError for a bad URL
     assert settings.port == 8765
+    assert settings.unix_socket == unix_socket
 
 
 async def test_the_image_health_check_command_passes_only_while_the_server_is_up(

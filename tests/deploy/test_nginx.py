@@ -1,10 +1,15 @@
 """deploy/nginx.conf for real: a real nginx in front of a real server, bots racing through it.
 
 The config is changed only where a test must: plain HTTP on ephemeral
-loopback ports instead of TLS, the upstream's port, and temp dirs for the pid
-file, logs, cache and buffers.  Every substitution must match, so an edit to
-nginx.conf that this test no longer understands fails here instead of
+loopback ports instead of TLS, the upstream's socket path, and temp dirs for
+the pid file, logs, cache and buffers.  Every substitution must match, so an
+edit to nginx.conf that this test no longer understands fails here instead of
 silently testing something else.
+
+The server listens on a Unix socket as ``--unix-socket`` makes it (the same
+``server.transport.unixsocket.listen``), and nginx reaches it there, as in the
+deployment; one test runs ``tripeaks-server --unix-socket`` itself.  A socket
+path must fit in 107 bytes, so sockets go in a short directory under /tmp.
 
 Distinct clients are distinct loopback source addresses (127.0.0.2, .3, ...),
 so nginx sees real, different peers and forwards them as they are.
@@ -25,6 +30,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -34,8 +40,10 @@ from websockets.typing import Subprotocol
 from client_cli.bot import BotSettings, run_bots
 from protocol.wire import codec
 from protocol.wire import messages as m
+from server.transport import unixsocket
+from tests.deploy.test_postgres import server_process
 from tests.pgutil import in_ci
-from tests.serverutil import RunningServer, running_server
+from tests.serverutil import RunningServer, running_server, start_server
 
 DEPLOY_CONF = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 
@@ -64,14 +72,20 @@ def config_for_test(
     *,
     port: int,
     http_port: int,
-    upstream: int,
+    upstream: Path | int,
     tls: tuple[Path, Path] | None = None,
 ) -> str:
     """deploy/nginx.conf with the test's ports, upstream and paths.
 
+    ``upstream`` is the server's Unix socket (a path), or a TCP port on
+    127.0.0.1 for the tests of a TCP upstream (as nginx-cluster.conf has).
     Without ``tls`` the TLS listener becomes plain HTTP; with ``tls=(cert, key)``
     it stays TLS, with the placeholder certificate paths pointed at those files.
     """
+    if isinstance(upstream, Path):
+        server = f"server unix:{upstream};"
+    else:
+        server = f"server 127.0.0.1:{upstream};"
     if tls is None:
         listener = rf"\1listen 127.0.0.1:{port};"
         certificates = [(r"^\s*ssl_[a-z_]+ [^;]*;\n", "")]
@@ -88,7 +102,7 @@ def config_for_test(
         (r"^pid /run/nginx\.pid;$", f"pid {root}/nginx.pid;"),
         (r"^error_log /var/log/nginx/error\.log warn;$", f"error_log {root}/error.log info;"),
         (r"^(\s*)access_log /var/log/nginx/access\.log;$", rf"\1access_log {root}/access.log;"),
-        (r"^(\s*)server 127\.0\.0\.1:8765;$", rf"\1server 127.0.0.1:{upstream};"),
+        (r"^(\s*)server unix:/run/tripeaks/tripeaks\.sock;$", rf"\1{server}"),
         (r"proxy_cache_path /var/cache/nginx/tripeaks ", f"proxy_cache_path {root}/cache "),
         (r"^(\s*)listen 80;$", rf"\1listen 127.0.0.1:{http_port};"),
         (r"^(\s*)listen 443 ssl;$", listener),
@@ -142,11 +156,38 @@ def nginx_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture
+def socket_path() -> Iterator[Path]:
+    """Where the server's Unix socket goes: a short path (pytest's tmp_path can be
+    too long for a socket), in a directory nginx's workers may enter."""
+    directory = Path(tempfile.mkdtemp(prefix="tp-nginx-", dir="/tmp"))
+    directory.chmod(0o755)
+    yield directory / "tripeaks.sock"
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@asynccontextmanager
+async def server_on_socket(
+    tmp_path: Path, socket_path: Path, **settings: Any
+) -> AsyncIterator[RunningServer]:
+    """A test server that also listens on ``socket_path``, as ``--unix-socket`` makes it."""
+    server = await start_server(tmp_path, unix_socket=str(socket_path), **settings)
+    inode: int | None = None
+    try:
+        inode = await unixsocket.listen(server.runner, socket_path)
+        yield server
+    finally:
+        await server.stop()
+        if inode is not None:
+            unixsocket.remove(socket_path, inode)
+
+
 @asynccontextmanager
 async def nginx_in_front_of(
-    server: RunningServer, root: Path, tls: tuple[Path, Path] | None = None
+    upstream: Path | int, root: Path, tls: tuple[Path, Path] | None = None
 ) -> AsyncIterator[Nginx]:
-    """Run nginx with the deploy config, proxying to ``server``, until the block ends."""
+    """Run nginx with the deploy config, proxying to ``upstream`` (a server's Unix
+    socket, or its TCP port), until the block ends."""
     binary = nginx_binary()
     port, http_port = free_port(), free_port()
     conf = config_for_test(
@@ -154,7 +195,7 @@ async def nginx_in_front_of(
         root,
         port=port,
         http_port=http_port,
-        upstream=server.port,
+        upstream=upstream,
         tls=tls,
     )
     (root / "nginx.conf").write_text(conf)
@@ -218,10 +259,12 @@ async def open_ws(url: str, source: str, headers: dict[str, str] | None = None) 
 UNTHROTTLED = {"player_rate": 1000.0, "player_burst": 1000.0}
 
 
-async def test_bots_race_a_full_game_through_nginx(nginx_root: Path, tmp_path: Path) -> None:
+async def test_bots_race_a_full_game_through_nginx(
+    nginx_root: Path, socket_path: Path, tmp_path: Path
+) -> None:
     async with (
-        running_server(tmp_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED) as server,
-        nginx_in_front_of(server, nginx_root) as nginx,
+        server_on_socket(tmp_path, socket_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED),
+        nginx_in_front_of(socket_path, nginx_root) as nginx,
     ):
         results = await run_bots(
             nginx.ws_url,
@@ -252,11 +295,11 @@ async def test_bots_race_a_full_game_through_nginx(nginx_root: Path, tmp_path: P
 
 
 async def test_nginx_caches_static_files_and_redirects_plain_http(
-    nginx_root: Path, tmp_path: Path
+    nginx_root: Path, socket_path: Path, tmp_path: Path
 ) -> None:
     async with (
-        running_server(tmp_path) as server,
-        nginx_in_front_of(server, nginx_root) as nginx,
+        server_on_socket(tmp_path, socket_path),
+        nginx_in_front_of(socket_path, nginx_root) as nginx,
         aiohttp.ClientSession() as http,
     ):
         statuses = []
@@ -273,11 +316,11 @@ async def test_nginx_caches_static_files_and_redirects_plain_http(
 
 
 async def test_metrics_are_served_through_nginx_only_to_loopback(
-    nginx_root: Path, tmp_path: Path
+    nginx_root: Path, socket_path: Path, tmp_path: Path
 ) -> None:
     async with (
-        running_server(tmp_path) as server,
-        nginx_in_front_of(server, nginx_root) as nginx,
+        server_on_socket(tmp_path, socket_path),
+        nginx_in_front_of(socket_path, nginx_root) as nginx,
     ):
         async with session_from("127.0.0.1") as local, local.get(f"{nginx.url}/metrics") as r:
             assert r.status == 200
@@ -288,12 +331,15 @@ async def test_metrics_are_served_through_nginx_only_to_loopback(
 LIMITED = {"connect_burst": 2.0, "connect_rate": 0.001}
 
 
+@pytest.mark.parametrize("over_tcp", [False, True], ids=["unix-socket", "tcp"])
 async def test_behind_a_trusted_nginx_each_client_address_has_its_own_limit(
-    nginx_root: Path, tmp_path: Path
+    nginx_root: Path, socket_path: Path, tmp_path: Path, over_tcp: bool
 ) -> None:
     async with (
-        running_server(tmp_path, trusted_proxies="127.0.0.1/32", **LIMITED) as server,
-        nginx_in_front_of(server, nginx_root) as nginx,
+        server_on_socket(
+            tmp_path, socket_path, trusted_proxies="127.0.0.1/32", **LIMITED
+        ) as server,
+        nginx_in_front_of(server.port if over_tcp else socket_path, nginx_root) as nginx,
     ):
         assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(3)] == [101, 101, 429]
         # Another client is its own address, not nginx's: it still gets in.
@@ -304,16 +350,52 @@ async def test_behind_a_trusted_nginx_each_client_address_has_its_own_limit(
         assert await open_ws(nginx.ws_url, "127.0.0.2", forged) == 429
 
 
-async def test_behind_an_untrusted_nginx_every_client_shares_its_address(
+async def test_behind_an_untrusted_nginx_over_tcp_every_client_shares_its_address(
     nginx_root: Path, tmp_path: Path
 ) -> None:
+    # Over TCP nginx is a proxy only if trusted_proxies names its address; over
+    # the Unix socket it always is (the next test).
     async with (
         running_server(tmp_path, trusted_proxies="", **LIMITED) as server,
-        nginx_in_front_of(server, nginx_root) as nginx,
+        nginx_in_front_of(server.port, nginx_root) as nginx,
     ):
         # X-Forwarded-For is ignored: the limit keys on nginx's own address.
         assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(2)] == [101, 101]
         assert await open_ws(nginx.ws_url, "127.0.0.3") == 429
+
+
+async def test_over_the_unix_socket_nginx_is_trusted_with_no_trusted_network(
+    nginx_root: Path, socket_path: Path, tmp_path: Path
+) -> None:
+    # The settings of the test above: only the way nginx reaches the server differs.
+    async with (
+        server_on_socket(tmp_path, socket_path, trusted_proxies="", **LIMITED) as server,
+        nginx_in_front_of(socket_path, nginx_root) as nginx,
+    ):
+        conf = (nginx_root / "nginx.conf").read_text()
+        assert f"server unix:{socket_path};" in conf
+        assert re.search(rf":{server.port}\b", conf) is None  # no way to the TCP port
+        assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(3)] == [101, 101, 429]
+        # The forwarded address counts, not the socket's: another client still gets in.
+        assert await open_ws(nginx.ws_url, "127.0.0.3") == 101
+        forged = {"X-Forwarded-For": "198.51.100.9"}
+        assert await open_ws(nginx.ws_url, "127.0.0.2", forged) == 429
+
+
+async def test_tripeaks_server_with_unix_socket_serves_nginx_and_removes_its_socket(
+    nginx_root: Path, socket_path: Path
+) -> None:
+    args = [f"--unix-socket={socket_path}", "--trusted-proxies=", "--connect-burst=2"]
+    async with server_process([*args, "--connect-rate=0.001"]) as server:
+        (started,) = [entry for entry in server.log if entry.get("event") == "server_started"]
+        assert started["unix_socket"] == str(socket_path)
+        async with nginx_in_front_of(socket_path, nginx_root) as nginx:
+            assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(3)] == [101, 101, 429]
+            assert await open_ws(nginx.ws_url, "127.0.0.3") == 101
+    # The server logs the client's address that nginx forwarded, not the socket's.
+    limited = [entry for entry in server.log if entry.get("event") == "connect_rate_limited"]
+    assert [entry["address"] for entry in limited] == ["127.0.0.2"]
+    assert not socket_path.exists(), "a clean stop removes the socket file"
 
 
 async def test_a_direct_peer_outside_the_trusted_networks_cannot_forge_its_address(
@@ -360,15 +442,15 @@ def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
 
 
 async def test_nginx_terminates_tls_for_http_and_for_the_websocket(
-    nginx_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    nginx_root: Path, socket_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cert, key = self_signed_certificate(nginx_root)
     # The bots build their TLS context from the defaults, which read this variable.
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     trusting = ssl.create_default_context(cafile=str(cert))
     async with (
-        running_server(tmp_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED) as server,
-        nginx_in_front_of(server, nginx_root, tls=(cert, key)) as nginx,
+        server_on_socket(tmp_path, socket_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED),
+        nginx_in_front_of(socket_path, nginx_root, tls=(cert, key)) as nginx,
     ):
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{nginx.url}/healthz", ssl=trusting) as response:
