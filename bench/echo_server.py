@@ -60,11 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9001)
+    parser.add_argument("--unix-socket", help="also listen on a Unix socket at this path")
     args = parser.parse_args(argv)
     loop_name = use_fast_loop()
     print(f"echo server on {args.host}:{args.port} ({loop_name})", file=sys.stderr, flush=True)
     web.run_app(
-        make_app(), host=args.host, port=args.port, print=None, access_log=None, backlog=4096
+        make_app(), host=args.host, port=args.port, path=args.unix_socket, print=None,
+        access_log=None, backlog=4096,
     )
     return 0
 

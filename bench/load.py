@@ -1,7 +1,7 @@
 """``make bench-load``: how many racing players one server core holds.
 
 Runs, each against a fresh server pinned to core 0 with the load generators
-pinned to core 1 (loopback only, every run bounded in time):
+pinned to core 1 (this machine only, every run bounded in time):
 
 1. ``echo``: a bare aiohttp WebSocket echo server, closed-loop round trips at
    saturation with the same frame size, connection count and event loop;
@@ -16,6 +16,12 @@ pinned to core 1 (loopback only, every run bounded in time):
    round trip under 50 ms: the target (6,000) three times, then the goal
    (10,000), always, then a search between them (or doubling) within a time
    budget of 400 s.
+
+Players connect over the server's Unix socket (``--unix-socket``), the way nginx
+on the same host reaches it in the deployment (deploy/nginx.conf): the node's side
+of a player's connection.  ``--set transport=tcp`` connects over loopback TCP
+instead, where every frame the server writes also costs its core the players'
+side of TCP.  The echo server is reached the same way as the game server.
 
 A table goes to stdout and every figure to ``bench/results/load.json``.
 ``--quick`` runs everything at a tiny scale (the smoke test uses it).
@@ -46,6 +52,7 @@ from bench.load_procs import (
     raise_open_file_limit,
     start,
     stop,
+    wait_for_socket,
     wait_healthy,
 )
 from bench.load_run import GENERATOR_CORE, SERVER_CORE, WindowResult, run_window, split_evenly
@@ -54,6 +61,8 @@ from bench.load_table import print_table
 from tools.native import status as native_status
 
 RESULTS = Path(__file__).resolve().parent / "results" / "load.json"
+#: How the generators may reach the server (see :class:`Scale`).
+TRANSPORTS = ("unix", "tcp")
 HUMAN_INTERVAL_S = 0.5  # 2 moves/s per player
 P99_TARGET_MS = 50.0
 BURST_P99_TARGET_MS = 100.0
@@ -110,6 +119,9 @@ class Scale:
     #: Spectators ask for ``spectator_update`` (one frame per moment), as the shipped
     #: spectator clients do; false: the separate ``progress`` and ``spectator_board``.
     spectator_update: bool = True
+    #: How players reach the server: ``unix`` (its Unix socket, as nginx does in the
+    #: deployment) or ``tcp`` (loopback TCP).
+    transport: str = "unix"
 
 
 QUICK = Scale(
@@ -132,23 +144,38 @@ class Bench:
         self.figures: dict[str, Any] = {}
         self._profiled: tuple[str, int] | None = None
         self._profiler: subprocess.Popen[bytes] | None = None
+        #: The directory of the current server's Unix socket (``unix`` transport).
+        self.socket_dir: Path | None = None
 
     @contextlib.contextmanager
     def server(self, kind: str = "game") -> Iterator[tuple[int, int]]:
-        """A fresh server pinned to the server core; yields ``(port, pid)``."""
+        """A fresh server pinned to the server core; yields ``(port, pid)``.
+
+        With the ``unix`` transport it also listens on a Unix socket, and
+        :meth:`ws_url` names that socket.
+        """
         port = free_port()
+        listen = ["--port", str(port)]
+        sock: Path | None = None
+        if self.scale.transport == "unix":
+            # A short path of its own: a socket's path must fit in 107 bytes.
+            self.socket_dir = Path(tempfile.mkdtemp(prefix="tpb-", dir="/tmp"))
+            sock = self.socket_dir / f"{port}.sock"
+            listen += ["--unix-socket", str(sock)]
         if kind == "echo":
-            cmd = python_module("bench.echo_server", "--port", str(port))
+            cmd = python_module("bench.echo_server", *listen)
         else:
             db = f"sqlite:///{self.workdir / f'bench-{port}.db'}"
             # BENCH_LOAD_SERVER_MODULE lets an experiment run a variant of the server.
             module = os.environ.get("BENCH_LOAD_SERVER_MODULE", "server")
             extra = os.environ.get("BENCH_LOAD_SERVER_ARGS", "").split()
-            cmd = python_module(module, "--port", str(port), "--db", db, *SERVER_FLAGS, *extra)
+            cmd = python_module(module, *listen, "--db", db, *SERVER_FLAGS, *extra)
         proc = start(cmd, core=SERVER_CORE, log=self.log)
         self._profiled = (kind, proc.pid)
         try:
             wait_healthy(proc, port)
+            if sock is not None:
+                wait_for_socket(proc, sock)
             yield port, proc.pid
         finally:
             profiler, self._profiler = self._profiler, None
@@ -160,6 +187,15 @@ class Bench:
                     profiler.wait(timeout=30.0)
                 stop(profiler)
             stop(proc)
+            if self.socket_dir is not None:
+                shutil.rmtree(self.socket_dir, ignore_errors=True)
+                self.socket_dir = None
+
+    def ws_url(self, port: int) -> str:
+        """Where the generators connect to the server of :meth:`server` on ``port``."""
+        if self.socket_dir is not None:
+            return f"ws+unix://{self.socket_dir / f'{port}.sock'}:/ws"
+        return f"ws://127.0.0.1:{port}/ws"
 
     def _profile_window(self) -> None:
         """With BENCH_LOAD_PROFILE=DIR, sample the current server with py-spy from the
@@ -214,7 +250,7 @@ class Bench:
         """One window of racing rooms on a fresh server."""
         with self.server() as (port, pid):
             base = {
-                "kind": "race", "url": f"ws://127.0.0.1:{port}/ws", "players": 4,
+                "kind": "race", "url": self.ws_url(port), "players": 4,
                 "spectators": 1, "interval_s": interval_s, "duration_s": duration_s,
                 "warmup_s": self.scale.warmup_s, "burst_at_s": burst_at_s,
                 "spectator_update": self.scale.spectator_update,
@@ -229,7 +265,7 @@ class Bench:
         with self.server("echo") as (port, pid):
             shares = split_evenly(connections, self.scale.generators)
             jobs = [
-                {"kind": "echo", "url": f"ws://127.0.0.1:{port}/ws", "connections": share,
+                {"kind": "echo", "url": self.ws_url(port), "connections": share,
                  "frame_bytes": frame_bytes, "duration_s": self.scale.echo_s}
                 for share in shares
             ]
@@ -246,7 +282,7 @@ class Bench:
     def run_idle(self) -> None:
         n = self.scale.idle_players
         with self.server() as (port, pid):
-            url = f"ws://127.0.0.1:{port}/ws"
+            url = self.ws_url(port)
             # Warm up allocator and imports with a few connections first, so the
             # delta below is what N more players cost, not first-use costs.
             run_window([{"kind": "idle", "url": url, "connections": 50, "duration_s": 0}],
@@ -551,6 +587,8 @@ def main(argv: list[str] | None = None) -> int:
         if kind is bool and value.lower() not in ("true", "false", "1", "0"):
             parser.error(f"{name} takes true or false, not {value!r}")
         setattr(scale, name, value.lower() in ("true", "1") if kind is bool else kind(value))
+    if scale.transport not in TRANSPORTS:
+        parser.error(f"transport is one of {', '.join(TRANSPORTS)}, not {scale.transport!r}")
     scale.generators = max(1, args.generators)
     raise_open_file_limit()
     # SIGTERM (a CI timeout, say) must unwind through the finally blocks that

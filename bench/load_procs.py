@@ -130,6 +130,24 @@ def wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 30
     raise RuntimeError(f"{url} did not answer within {timeout_s:.0f} s")
 
 
+def wait_for_socket(proc: subprocess.Popen[bytes], path: Path, timeout_s: float = 30.0) -> None:
+    """Wait until the server's Unix socket at ``path`` takes a connection; raise if the
+    process dies or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode} during start-up")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+            return
+        except OSError:
+            time.sleep(0.1)
+        finally:
+            probe.close()
+    raise RuntimeError(f"{path} took no connection within {timeout_s:.0f} s")
+
+
 def stop(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
     """SIGTERM the process group, then SIGKILL it if it has not gone within ``grace_s``."""
     if proc.poll() is None:

@@ -72,6 +72,12 @@ def print_table(figures: dict[str, Any]) -> None:
         " shared machine, load average at start"
         f" {mach.get('load_average_at_start')}"
     )
+    transport = figures.get("scale", {}).get("transport", "tcp")
+    lines.append(
+        "players reach the server over "
+        + ("its Unix socket, as nginx does in the deployment" if transport == "unix"
+           else "loopback TCP")
+    )
     echo = figures.get("echo")
     if echo:
         gen = " (generator SATURATED)" if echo.get("generator_saturated") else ""

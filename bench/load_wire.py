@@ -57,6 +57,8 @@ class WireError(ConnectionError):
 
 #: The pacing cycle of closed-loop (saturation) generators, game and echo alike: see :class:`Pacer`.
 SATURATION_CYCLE_S: Final = 100e-6
+#: The scheme of a URL naming a Unix socket: ``ws+unix://SOCKET:/path``.
+UNIX_SCHEME: Final = "ws+unix://"
 #: The mask key of every frame this client sends (see the module docstring).
 ZERO_KEY: Final = b"\x00\x00\x00\x00"
 
@@ -275,12 +277,25 @@ def pace_from_env(default_s: float) -> float:
 
 
 async def connect(url: str, subprotocol: str, timeout: float = 30.0) -> WireClient:
-    """Open ``ws://host:port/path`` and finish the handshake."""
+    """Open ``ws://host:port/path``, or ``ws+unix://SOCKET:/path`` (a Unix socket), and
+    finish the handshake."""
+    loop = asyncio.get_running_loop()
+    if url.startswith(UNIX_SCHEME):
+        where, _, path = url[len(UNIX_SCHEME) :].rpartition(":")
+        if not where or not path.startswith("/"):
+            raise WireError(f"a Unix socket URL is ws+unix://SOCKET:/path, not {url!r}")
+        _, client = await asyncio.wait_for(
+            loop.create_unix_connection(
+                lambda: WireClient("localhost", 80, path, subprotocol), where
+            ),
+            timeout,
+        )
+        await asyncio.wait_for(client.open, timeout)
+        return client
     if not url.startswith("ws://"):
-        raise WireError(f"only ws:// URLs are supported, not {url!r}")
+        raise WireError(f"only ws:// and ws+unix:// URLs are supported, not {url!r}")
     hostport, _, path = url[len("ws://") :].partition("/")
     host, _, port = hostport.rpartition(":")
-    loop = asyncio.get_running_loop()
     _, client = await asyncio.wait_for(
         loop.create_connection(
             lambda: WireClient(host, int(port), "/" + path, subprotocol), host, int(port)
