@@ -77,6 +77,7 @@ def print_table(figures: dict[str, Any]) -> None:
         "players reach the server over "
         + ("its Unix socket, as nginx does in the deployment" if transport == "unix"
            else "loopback TCP")
+        + " (echo and saturation: loopback TCP)"
     )
     echo = figures.get("echo")
     if echo:
