@@ -22,7 +22,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import websockets
 from aiohttp import web
 from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
 from protocol.rules.game import DRAW, Move
@@ -40,6 +41,7 @@ from server.app import HUB, STORE, create_app, make_executor
 from server.config import Settings, from_env
 from server.hub import Hub
 from server.storage.store import RaceStore
+from server.transport import unixsocket
 
 _POOL: concurrent.futures.ProcessPoolExecutor | None = None
 
@@ -78,6 +80,8 @@ class RunningServer:
     settings: Settings
     app: web.Application
     runner: web.AppRunner
+    #: The Unix socket made for the ``unix_socket`` setting, and its inode.
+    unix_socket: tuple[Path, int] | None = None
 
     @property
     def hub(self) -> Hub:
@@ -88,8 +92,11 @@ class RunningServer:
         return self.app[STORE]
 
     async def stop(self) -> None:
-        """Shut down as on SIGTERM: clients told, races stored, sockets closed."""
+        """Shut down as on SIGTERM: clients told, races stored, sockets closed (and the
+        Unix socket's file removed)."""
         await self.runner.cleanup()
+        if self.unix_socket is not None:
+            unixsocket.remove(*self.unix_socket)
 
 
 async def start_server(
@@ -98,7 +105,8 @@ async def start_server(
     executor: concurrent.futures.Executor | None = None,
     **overrides: Any,
 ) -> RunningServer:
-    """Start a server (its deal workers: ``executor``, else the shared pool); the caller
+    """Start a server (its deal workers: ``executor``, else the shared pool), also on a
+    Unix socket when ``unix_socket`` is set, as ``--unix-socket`` makes it; the caller
     must ``await server.stop()``."""
     base = Path(tmp_path) if tmp_path is not None else Path(tempfile.mkdtemp(prefix="tripeaks-"))
     values = {**TEST_DEFAULTS, **overrides}
@@ -110,6 +118,14 @@ async def start_server(
     site = web.TCPSite(runner, settings.host, settings.port)
     await site.start()
     port = runner.addresses[0][1]
+    unix: tuple[Path, int] | None = None
+    if settings.unix_socket:
+        path = Path(settings.unix_socket)
+        try:
+            unix = path, await unixsocket.listen(runner, path)
+        except BaseException:
+            await runner.cleanup()
+            raise
     return RunningServer(
         url=f"http://127.0.0.1:{port}",
         ws_url=f"ws://127.0.0.1:{port}/ws",
@@ -118,6 +134,7 @@ async def start_server(
         settings=settings,
         app=app,
         runner=runner,
+        unix_socket=unix,
     )
 
 
@@ -131,6 +148,26 @@ async def running_server(
         yield server
     finally:
         await server.stop()
+
+
+async def upgrade_statuses(
+    connect: Callable[[dict[str, str]], Awaitable[ClientConnection]],
+    forwarded: Sequence[str | None],
+) -> list[int]:
+    """One WebSocket upgrade per entry of ``forwarded`` (its ``X-Forwarded-For``, ``None``:
+    no header), each opened with ``connect(headers)`` and closed: 101 or the refusal's
+    HTTP status, in order."""
+    statuses = []
+    for address in forwarded:
+        headers = {} if address is None else {"X-Forwarded-For": address}
+        try:
+            ws = await connect(headers)
+        except InvalidStatus as refused:
+            statuses.append(refused.response.status_code)
+        else:
+            statuses.append(101)
+            await ws.close()
+    return statuses
 
 
 # ---- a small protocol client for tests ---------------------------------------

@@ -30,7 +30,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -40,10 +39,9 @@ from websockets.typing import Subprotocol
 from client_cli.bot import BotSettings, run_bots
 from protocol.wire import codec
 from protocol.wire import messages as m
-from server.transport import unixsocket
 from tests.deploy.test_postgres import server_process
 from tests.pgutil import in_ci
-from tests.serverutil import RunningServer, running_server, start_server
+from tests.serverutil import running_server
 
 DEPLOY_CONF = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 
@@ -167,22 +165,6 @@ def socket_path() -> Iterator[Path]:
 
 
 @asynccontextmanager
-async def server_on_socket(
-    tmp_path: Path, socket_path: Path, **settings: Any
-) -> AsyncIterator[RunningServer]:
-    """A test server that also listens on ``socket_path``, as ``--unix-socket`` makes it."""
-    server = await start_server(tmp_path, unix_socket=str(socket_path), **settings)
-    inode: int | None = None
-    try:
-        inode = await unixsocket.listen(server.runner, socket_path)
-        yield server
-    finally:
-        await server.stop()
-        if inode is not None:
-            unixsocket.remove(socket_path, inode)
-
-
-@asynccontextmanager
 async def nginx_in_front_of(
     upstream: Path | int, root: Path, tls: tuple[Path, Path] | None = None
 ) -> AsyncIterator[Nginx]:
@@ -263,7 +245,9 @@ async def test_bots_race_a_full_game_through_nginx(
     nginx_root: Path, socket_path: Path, tmp_path: Path
 ) -> None:
     async with (
-        server_on_socket(tmp_path, socket_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED),
+        running_server(
+            tmp_path, unix_socket=str(socket_path), trusted_proxies="127.0.0.1/32", **UNTHROTTLED
+        ),
         nginx_in_front_of(socket_path, nginx_root) as nginx,
     ):
         results = await run_bots(
@@ -298,7 +282,7 @@ async def test_nginx_caches_static_files_and_redirects_plain_http(
     nginx_root: Path, socket_path: Path, tmp_path: Path
 ) -> None:
     async with (
-        server_on_socket(tmp_path, socket_path),
+        running_server(tmp_path, unix_socket=str(socket_path)),
         nginx_in_front_of(socket_path, nginx_root) as nginx,
         aiohttp.ClientSession() as http,
     ):
@@ -319,7 +303,7 @@ async def test_metrics_are_served_through_nginx_only_to_loopback(
     nginx_root: Path, socket_path: Path, tmp_path: Path
 ) -> None:
     async with (
-        server_on_socket(tmp_path, socket_path),
+        running_server(tmp_path, unix_socket=str(socket_path)),
         nginx_in_front_of(socket_path, nginx_root) as nginx,
     ):
         async with session_from("127.0.0.1") as local, local.get(f"{nginx.url}/metrics") as r:
@@ -335,12 +319,19 @@ LIMITED = {"connect_burst": 2.0, "connect_rate": 0.001}
 async def test_behind_a_trusted_nginx_each_client_address_has_its_own_limit(
     nginx_root: Path, socket_path: Path, tmp_path: Path, over_tcp: bool
 ) -> None:
+    # Over TCP nginx is a proxy because trusted_proxies names its address; over the
+    # Unix socket it is one with no trusted network at all.
+    trusted = "127.0.0.1/32" if over_tcp else ""
     async with (
-        server_on_socket(
-            tmp_path, socket_path, trusted_proxies="127.0.0.1/32", **LIMITED
+        running_server(
+            tmp_path, unix_socket=str(socket_path), trusted_proxies=trusted, **LIMITED
         ) as server,
         nginx_in_front_of(server.port if over_tcp else socket_path, nginx_root) as nginx,
     ):
+        if not over_tcp:
+            conf = (nginx_root / "nginx.conf").read_text()
+            assert f"server unix:{socket_path};" in conf
+            assert re.search(rf":{server.port}\b", conf) is None  # no way to the TCP port
         assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(3)] == [101, 101, 429]
         # Another client is its own address, not nginx's: it still gets in.
         assert await open_ws(nginx.ws_url, "127.0.0.3") == 101
@@ -353,8 +344,7 @@ async def test_behind_a_trusted_nginx_each_client_address_has_its_own_limit(
 async def test_behind_an_untrusted_nginx_over_tcp_every_client_shares_its_address(
     nginx_root: Path, tmp_path: Path
 ) -> None:
-    # Over TCP nginx is a proxy only if trusted_proxies names its address; over
-    # the Unix socket it always is (the next test).
+    # The TCP case of the test above without trusted_proxies: nginx is no proxy then.
     async with (
         running_server(tmp_path, trusted_proxies="", **LIMITED) as server,
         nginx_in_front_of(server.port, nginx_root) as nginx,
@@ -362,24 +352,6 @@ async def test_behind_an_untrusted_nginx_over_tcp_every_client_shares_its_addres
         # X-Forwarded-For is ignored: the limit keys on nginx's own address.
         assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(2)] == [101, 101]
         assert await open_ws(nginx.ws_url, "127.0.0.3") == 429
-
-
-async def test_over_the_unix_socket_nginx_is_trusted_with_no_trusted_network(
-    nginx_root: Path, socket_path: Path, tmp_path: Path
-) -> None:
-    # The settings of the test above: only the way nginx reaches the server differs.
-    async with (
-        server_on_socket(tmp_path, socket_path, trusted_proxies="", **LIMITED) as server,
-        nginx_in_front_of(socket_path, nginx_root) as nginx,
-    ):
-        conf = (nginx_root / "nginx.conf").read_text()
-        assert f"server unix:{socket_path};" in conf
-        assert re.search(rf":{server.port}\b", conf) is None  # no way to the TCP port
-        assert [await open_ws(nginx.ws_url, "127.0.0.2") for _ in range(3)] == [101, 101, 429]
-        # The forwarded address counts, not the socket's: another client still gets in.
-        assert await open_ws(nginx.ws_url, "127.0.0.3") == 101
-        forged = {"X-Forwarded-For": "198.51.100.9"}
-        assert await open_ws(nginx.ws_url, "127.0.0.2", forged) == 429
 
 
 async def test_tripeaks_server_with_unix_socket_serves_nginx_and_removes_its_socket(
@@ -449,7 +421,9 @@ async def test_nginx_terminates_tls_for_http_and_for_the_websocket(
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     trusting = ssl.create_default_context(cafile=str(cert))
     async with (
-        server_on_socket(tmp_path, socket_path, trusted_proxies="127.0.0.1/32", **UNTHROTTLED),
+        running_server(
+            tmp_path, unix_socket=str(socket_path), trusted_proxies="127.0.0.1/32", **UNTHROTTLED
+        ),
         nginx_in_front_of(socket_path, nginx_root, tls=(cert, key)) as nginx,
     ):
         async with aiohttp.ClientSession() as http:

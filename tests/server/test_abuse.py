@@ -14,7 +14,7 @@ import pytest
 import websockets
 from hypothesis import given
 from hypothesis import strategies as st
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed
 
 from protocol.deals.dealer import deal_for_seed
 from protocol.rules.game import Rules
@@ -24,7 +24,14 @@ from protocol.wire.errors import CloseCode, ErrorCode
 from server.config import Settings
 from server.race.ratelimit import CreditBucket
 from server.transport.clientaddr import client_address
-from tests.serverutil import TestClient, connect, move_request, open_room, running_server
+from tests.serverutil import (
+    TestClient,
+    connect,
+    move_request,
+    open_room,
+    running_server,
+    upgrade_statuses,
+)
 
 
 async def close_code(client: TestClient, timeout: float = 15.0) -> int | None:
@@ -277,16 +284,9 @@ async def test_connection_limits_key_on_the_peer_unless_it_is_a_trusted_proxy(
     tmp_path: Path,
 ) -> None:
     async def attempts(url: str, forwarded: list[str]) -> list[int]:
-        statuses = []
-        for address in forwarded:
-            try:
-                ws = await websockets.connect(url, additional_headers={"X-Forwarded-For": address})
-            except InvalidStatus as refused:
-                statuses.append(refused.response.status_code)
-            else:
-                statuses.append(101)
-                await ws.close()
-        return statuses
+        return await upgrade_statuses(
+            lambda headers: websockets.connect(url, additional_headers=headers), forwarded
+        )
 
     limits = {"connect_burst": 2.0, "connect_rate": 0.01}
     async with running_server(tmp_path / "a", **limits) as server:

@@ -21,7 +21,6 @@ from pathlib import Path
 import aiohttp
 import pytest
 import websockets
-from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
 from protocol.wire import codec
@@ -30,7 +29,7 @@ from server.config import MAX_UNIX_PATH, SettingsError, from_env
 from server.transport import unixsocket
 from server.transport.clientaddr import LOCAL, client_address
 from tests.server.test_log_lines import ended, json_objects, launched, started
-from tests.serverutil import TestClient, running_server
+from tests.serverutil import TestClient, running_server, upgrade_statuses
 
 
 @pytest.fixture
@@ -174,30 +173,20 @@ async def test_connection_limits_over_the_socket_key_on_the_forwarded_address(
     path = short_dir / "node.sock"
 
     async def attempts(forwarded: list[str | None]) -> list[int]:
-        statuses = []
-        for address in forwarded:
-            headers = {} if address is None else {"X-Forwarded-For": address}
-            try:
-                ws = await websockets.unix_connect(
-                    str(path), "ws://localhost/ws", additional_headers=headers
-                )
-            except InvalidStatus as refused:
-                statuses.append(refused.response.status_code)
-            else:
-                statuses.append(101)
-                await ws.close()
-        return statuses
+        return await upgrade_statuses(
+            lambda headers: websockets.unix_connect(
+                str(path), "ws://localhost/ws", additional_headers=headers
+            ),
+            forwarded,
+        )
 
-    async with running_server(tmp_path, connect_burst=2.0, connect_rate=0.01) as server:
-        inode = await unixsocket.listen(server.runner, path)
-        try:
-            # Each forwarded client has its own two connections' burst...
-            assert await attempts(["10.0.0.1", "10.0.0.2", "10.0.0.1", "10.0.0.2"]) == [101] * 4
-            assert await attempts(["10.0.0.1"]) == [429]
-            # ...and the socket's own requests, without the header, share one more.
-            assert await attempts([None, None, None]) == [101, 101, 429]
-        finally:
-            unixsocket.remove(path, inode)
+    limits = {"connect_burst": 2.0, "connect_rate": 0.01}
+    async with running_server(tmp_path, unix_socket=str(path), **limits):
+        # Each forwarded client has its own two connections' burst...
+        assert await attempts(["10.0.0.1", "10.0.0.2", "10.0.0.1", "10.0.0.2"]) == [101] * 4
+        assert await attempts(["10.0.0.1"]) == [429]
+        # ...and the socket's own requests, without the header, share one more.
+        assert await attempts([None, None, None]) == [101, 101, 429]
     assert not path.exists()
 
 
