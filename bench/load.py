@@ -149,8 +149,8 @@ class Bench:
         self.figures: dict[str, Any] = {}
         self._profiled: tuple[str, int] | None = None
         self._profiler: subprocess.Popen[bytes] | None = None
-        #: The directory of the current server's Unix socket (``unix`` transport).
-        self.socket_dir: Path | None = None
+        #: The current server's Unix socket (``unix`` transport), in a directory of its own.
+        self.socket: Path | None = None
 
     @contextlib.contextmanager
     def server(self, kind: str = "game", transport: str = "") -> Iterator[tuple[int, int]]:
@@ -161,12 +161,10 @@ class Bench:
         """
         port = free_port()
         listen = ["--port", str(port)]
-        sock: Path | None = None
         if (transport or self.scale.transport) == "unix":
             # A short path of its own: a socket's path must fit in 107 bytes.
-            self.socket_dir = Path(tempfile.mkdtemp(prefix="tpb-", dir="/tmp"))
-            sock = self.socket_dir / f"{port}.sock"
-            listen += ["--unix-socket", str(sock)]
+            self.socket = Path(tempfile.mkdtemp(prefix="tpb-", dir="/tmp")) / f"{port}.sock"
+            listen += ["--unix-socket", str(self.socket)]
         if kind == "echo":
             cmd = python_module("bench.echo_server", *listen)
         else:
@@ -179,8 +177,8 @@ class Bench:
         self._profiled = (kind, proc.pid)
         try:
             wait_healthy(proc, port)
-            if sock is not None:
-                wait_for_socket(proc, sock)
+            if self.socket is not None:
+                wait_for_socket(proc, self.socket)
             yield port, proc.pid
         finally:
             profiler, self._profiler = self._profiler, None
@@ -192,14 +190,14 @@ class Bench:
                     profiler.wait(timeout=30.0)
                 stop(profiler)
             stop(proc)
-            if self.socket_dir is not None:
-                shutil.rmtree(self.socket_dir, ignore_errors=True)
-                self.socket_dir = None
+            if self.socket is not None:
+                shutil.rmtree(self.socket.parent, ignore_errors=True)
+                self.socket = None
 
     def ws_url(self, port: int) -> str:
         """Where the generators connect to the server of :meth:`server` on ``port``."""
-        if self.socket_dir is not None:
-            return f"ws+unix://{self.socket_dir / f'{port}.sock'}:/ws"
+        if self.socket is not None:
+            return f"ws+unix://{self.socket}:/ws"
         return f"ws://127.0.0.1:{port}/ws"
 
     def _profile_window(self) -> None:
