@@ -132,10 +132,10 @@ class Settings:
             value = getattr(self, spec.name)
             if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
                 raise SettingsError(f"{spec.name} must not be negative, got {value}")
-        if len(os.fsencode(self.unix_socket)) > MAX_UNIX_PATH:
+        socket_bytes = len(os.fsencode(self.unix_socket))
+        if socket_bytes > MAX_UNIX_PATH:
             raise SettingsError(
-                f"unix_socket must be at most {MAX_UNIX_PATH} bytes long, "
-                f"got {len(os.fsencode(self.unix_socket))}"
+                f"unix_socket must be at most {MAX_UNIX_PATH} bytes long, got {socket_bytes}"
             )
         if self.progress_hz <= 0:
             raise SettingsError("progress_hz must be positive")
