@@ -5,12 +5,13 @@ into extension modules beside their sources (``server/race/room.cpython-311-...s
 beside ``server/race/room.py``); Python imports such a module in place of the
 source.  The build writes ``build/native/manifest.txt``: the interpreter it was
 built for, then each compiled module and the SHA-256 of the source it was compiled
-from.  The compiled modules call each other directly, not through Python, so they
-run as one build or not at all: when any source differs from its digest (edited,
-or another commit checked out), or the manifest is missing while extension modules
-are there, :func:`guard` puts a finder first on ``sys.meta_path`` that loads every
-project module from its source, and says so once on stderr.  ``TRIPEAKS_PURE=1``
-does the same without a word (the tests of the pure-Python fallback use it).
+from (with its C twin, for a module also written in C: :func:`twin_path`).  The
+compiled modules call each other directly, not through Python, so they run as one
+build or not at all: when any source differs from its digest (edited, or another
+commit checked out), or the manifest is missing while extension modules are there,
+:func:`guard` puts a finder first on ``sys.meta_path`` that loads every project
+module from its source, and says so once on stderr.  ``TRIPEAKS_PURE=1`` does the
+same without a word (the tests of the pure-Python fallback use it).
 
 Called when the ``protocol`` and ``server`` packages are imported, before any of
 their modules; the check costs one read of each compiled module's source.
@@ -66,6 +67,22 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def twin_path(module: str) -> Path:
+    """The hand-written C file of project ``module`` (``counting_groups.c`` beside
+    ``counting_groups.py``), compiled in its place by the native build when it exists."""
+    return source_path(module).with_suffix(".c")
+
+
+def module_digest(module: str) -> str:
+    """The SHA-256 of what ``module`` is built from: its source and, for a module with a C
+    twin, the twin too (a change to either makes the build stale)."""
+    source = source_path(module)
+    twin = twin_path(module)
+    if not twin.is_file():
+        return digest(source)
+    return hashlib.sha256(source.read_bytes() + b"\0" + twin.read_bytes()).hexdigest()
+
+
 def compiled_on_disk() -> frozenset[str]:
     """Every project module with an extension module beside its source."""
     found = set()
@@ -116,8 +133,11 @@ def stale_modules() -> tuple[frozenset[str], str]:
         return frozenset(modules), f"built for {cache_tag}"
     for module, wanted in sorted(modules.items()):
         source = source_path(module)
-        if not source.is_file() or digest(source) != wanted:
-            return frozenset(modules), f"{source.relative_to(ROOT)} changed since the build"
+        if not source.is_file() or module_digest(module) != wanted:
+            what = str(source.relative_to(ROOT))
+            if twin_path(module).is_file():
+                what += f" or {twin_path(module).name}"
+            return frozenset(modules), f"{what} changed since the build"
     return frozenset(), ""
 
 

@@ -10,6 +10,11 @@ Python; only the modules of :data:`MODULES` are compiled, each into
 runtime in ``server/native__mypyc...so``.  Python prefers such a file to the
 source, so nothing else changes: without a build the same modules run as Python.
 
+One module is also written in C by hand (:data:`C_TWINS`): ``protocol/deals/groups.c``
+beside ``groups.py``, the layered search's inner loops on fixed-width words.  It is
+compiled by the same setup, for CPython 3.11 whose integers it reads; the ``.py`` file
+stays the definition, which the tests hold the C to.
+
 The build writes ``build/native/manifest.txt`` last (each module and the SHA-256
 of the source compiled); :mod:`protocol.native` refuses to load a build whose
 sources changed since.
@@ -46,8 +51,9 @@ from protocol.native import (
     PACKAGES,
     ROOT,
     compiled_on_disk,
-    digest,
+    module_digest,
     stale_modules,
+    twin_path,
     write_manifest,
 )
 from protocol.native import source_path as source
@@ -96,6 +102,14 @@ MODULES: Final = (
     "protocol.deals.solver",
 )
 
+#: Modules with a C twin written by hand (``<module>.c`` beside ``<module>.py``, which
+#: stays the definition and what runs without a build): the layered search's inner loops,
+#: its set operations on groups of masks and the counting rule's test of them, whose work
+#: is arithmetic on sets of 1,024 bits and packed sums of 400 bits that mypyc leaves to
+#: CPython's integers.  On fixed-width words the dealer's slow candidates take about a
+#: third less time (performance.md).
+C_TWINS: Final = ("protocol.deals.groups",)
+
 
 def compiled_files() -> list[Path]:
     """Every extension module in the project's packages."""
@@ -125,11 +139,15 @@ def status() -> str:
 _SETUP = """
 import sys
 from mypyc.build import mypycify
-from setuptools import setup
+from setuptools import Extension, setup
 paths, group, temp, jobs = sys.argv[1].split(","), sys.argv[2], sys.argv[3], sys.argv[4]
+twins = [
+    Extension(name, [c_file], extra_compile_args=["-O3", "-Wall", "-Werror"])
+    for name, c_file in (twin.split("=") for twin in sys.argv[5].split(",") if twin)
+]
 setup(
     name="tripeaks-native",
-    ext_modules=mypycify(paths, opt_level="3", group_name=group),
+    ext_modules=mypycify(paths, opt_level="3", group_name=group) + twins,
     script_args=["build_ext", "--inplace", "--build-temp", temp, "--parallel", jobs],
 )
 """
@@ -138,11 +156,18 @@ setup(
 def build(strict: bool) -> int:
     """Compile :data:`MODULES`; 0 on success (or on failure without ``strict``)."""
     removed = clean()
-    digests = {module: digest(source(module)) for module in MODULES}
+    digests = {module: module_digest(module) for module in (*MODULES, *C_TWINS)}
     paths = [str(source(module).relative_to(ROOT)) for module in MODULES]
+    # The C twins read CPython 3.11's integers; elsewhere their Python definitions run.
+    twins = [
+        f"{module}={twin_path(module).relative_to(ROOT)}"
+        for module in C_TWINS
+        if sys.version_info[:2] == (3, 11)
+    ]
     jobs = str(max(1, os.cpu_count() or 1))
     print(
-        f"native build: compiling {len(MODULES)} modules with mypyc on {jobs} cores "
+        f"native build: compiling {len(MODULES)} modules with mypyc and {len(twins)} C twin "
+        f"on {jobs} cores "
         f"(about a minute){f'; removed {removed} old files' if removed else ''}",
         flush=True,
     )
@@ -151,7 +176,10 @@ def build(strict: bool) -> int:
     log = BUILD_TEMP.parent / "build.log"
     with log.open("w") as out:
         done = subprocess.run(
-            [sys.executable, "-c", _SETUP, ",".join(paths), GROUP, str(BUILD_TEMP), jobs],
+            [
+                sys.executable, "-c", _SETUP, ",".join(paths), GROUP, str(BUILD_TEMP), jobs,
+                ",".join(twins),
+            ],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False,
         )
     if done.returncode != 0:
@@ -201,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "status":
         print(status())
         return 0
-    print(" ".join(str(source(module).relative_to(ROOT)) for module in MODULES))
+    files = [source(module) for module in (*MODULES, *C_TWINS)]
+    files += [twin_path(module) for module in C_TWINS]
+    print(" ".join(str(path.relative_to(ROOT)) for path in files))
     return 0
 
 

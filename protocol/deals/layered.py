@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.deals.depth_first import FULL, Board, depth_first
+from protocol.deals.groups import GroupTest, grow, merge, met_first, take_new
 from protocol.rules.cards import RANK_COUNT
 from protocol.rules.game import DRAW, Move
 from protocol.rules.layout import COVERED_BY, PEAK_CARDS
+
+if TYPE_CHECKING:  # type aliases only: the compiled twin of groups.py has none
+    from protocol.deals.groups import GroupMove as _GroupMove
+    from protocol.deals.groups import Playable
 
 #: Masks probed depth-first at the start of each layer of a search without
 #: par, and the states each of those probes may expand (see :func:`layered`).
@@ -61,7 +66,7 @@ def layered(
         # its mask, met in an earlier layer, gets that start state later on.
         moves = fit[top] if drawn > board.start_drawn else None
         start = counts.keep_groups(start, drawn, top, seen[top], moves)
-        _merge(seen[top], start)
+        merge(seen[top], start)
         states += sum(bits.bit_count() for bits in start.values())
         found: _Layer = [(top, start)]
         layers.append(found)
@@ -76,10 +81,10 @@ def layered(
                     return won_at, _line_back(board, layers, (mask, top, drawn)) + line, states
         front = {top: start} if start else {}
         while front:
-            grown = _grow(front, fit)
+            grown = grow(front, fit)
             front = {}
             for r, groups in grown.items():
-                groups, count = _take_new(seen[r], groups)
+                groups, count = take_new(seen[r], groups)
                 if not groups:
                     continue
                 states += count
@@ -87,7 +92,7 @@ def layered(
                 if groups.get(_UPPER_MASK, 0) & _FULL_BOTTOM:
                     return drawn, _line_back(board, layers, (FULL, r, drawn)), states
                 front[r] = groups
-        fresh.append(_met_first(met, found))
+        fresh.append(met_first(met, found))
         if drawn < limit:
             # Masks that already drew to this rank in an earlier layer were
             # expanded with it then; only masks met since need a start state.
@@ -110,7 +115,6 @@ _FULL_BOTTOM: Final = 1 << (_BOTTOM_SUBSETS - 1)
 #: search about 15% faster, measured).  The packed sums of the counting rule are such
 #: ints too (:class:`CountCheck`).
 Bits = Any
-_ONE: Final[tuple[Bits, ...]] = tuple(1 << b for b in range(_BOTTOM_SUBSETS))
 #: A set of masks: upper-row mask -> bitset over the bottom-row masks, whose
 #: bit ``b`` stands for the mask ``upper | b << 18``.  Masks that differ only
 #: in the bottom row (about eight per group here) share one entry.
@@ -151,8 +155,6 @@ def _played_at_least(count: int, bottom: int) -> bool:
     return bottom.bit_count() >= count
 
 
-#: How one fitting position moves a group: (kind, a, b, c, rank); see _grow.
-_GroupMove = tuple[int, int, Bits, int, int]
 
 
 def _group_moves(board: Board) -> tuple[tuple[_GroupMove, ...], ...]:
@@ -175,67 +177,6 @@ def _group_moves(board: Board) -> tuple[tuple[_GroupMove, ...], ...]:
     return tuple(per_top)
 
 
-def _grow(
-    front: dict[int, _Groups], fit: tuple[tuple[_GroupMove, ...], ...]
-) -> dict[int, _Groups]:
-    """Every state one play away from ``front``, per new top rank."""
-    grown: dict[int, _Groups] = {}
-    for top, groups in front.items():
-        for kind, a, b, c, rank in fit[top]:
-            into = grown.setdefault(rank, {})
-            if kind == 0:  # bottom-row card: shift the masks lacking it
-                for upper, bits in groups.items():
-                    moved = bits & b
-                    if moved:
-                        moved <<= a
-                        into[upper] = into.get(upper, 0) | moved
-            elif kind == 1:  # second-row card: keep the masks where it is free
-                for upper, bits in groups.items():
-                    if not upper & a:
-                        moved = bits & b
-                        if moved:
-                            key = upper | a
-                            into[key] = into.get(key, 0) | moved
-            else:  # higher card: free or not for the whole group
-                free: int = b  # its covers and itself: an upper-row mask, a machine word
-                for upper, bits in groups.items():
-                    if upper & free == c:
-                        key = upper | a
-                        into[key] = into.get(key, 0) | bits
-    return grown
-
-
-def _take_new(seen: _Groups, groups: _Groups) -> tuple[_Groups, int]:
-    """The masks of ``groups`` not in ``seen``, added to it; and how many."""
-    new: _Groups = {}
-    count = 0
-    for upper, bits in groups.items():
-        old = seen.get(upper)
-        if old:
-            bits &= ~old
-            if not bits:
-                continue
-            seen[upper] = old | bits
-        else:
-            seen[upper] = bits
-        new[upper] = bits
-        count += bits.bit_count()
-    return new, count
-
-
-def _met_first(met: _Groups, layer: _Layer) -> _Groups:
-    """The masks of ``layer`` not in ``met``, added to it."""
-    new: _Groups = {}
-    for _, groups in layer:
-        for upper, bits in groups.items():
-            old = met.get(upper, 0)
-            bits &= ~old
-            if bits:
-                met[upper] = old | bits
-                new[upper] = new.get(upper, 0) | bits
-    return new
-
-
 def _union(pieces: list[_Groups]) -> _Groups:
     """The masks of all ``pieces``: the largest copied whole, the others added to it."""
     if not pieces:
@@ -244,14 +185,8 @@ def _union(pieces: list[_Groups]) -> _Groups:
     union = dict(pieces[largest])
     for i, groups in enumerate(pieces):
         if i != largest:
-            _merge(union, groups)
+            merge(union, groups)
     return union
-
-
-def _merge(into: _Groups, groups: _Groups) -> None:
-    """Add ``groups`` to ``into``."""
-    for upper, bits in groups.items():
-        into[upper] = into.get(upper, 0) | bits
 
 
 def _most_played(groups: _Groups) -> list[int]:
@@ -305,19 +240,14 @@ class CountCheck:
     states that plays reach too removed more states but cost more time than
     it saved (measured).  A group of masks is often decided whole: when its
     upper rows pass even with the bottom row's worst sums, or fail even with
-    its best ones.
+    its best ones (:class:`protocol.deals.groups.GroupTest`, compiled
+    by the native build).
     """
 
     def __init__(self, board: Board, limit: int) -> None:
         self.counting = counting = board.counting(limit)
-        weights = counting.weights
-        # split where the layered search splits masks: rows above, bottom row
-        self.tables = (_sums(weights[0:10]), _sums(weights[10:_UPPER]), _sums(weights[_UPPER:]))
-
-    def _setup(self, drawn: int, top: int) -> tuple[Bits, Bits]:
-        """The packed bias with ``drawn`` draws and this top, and the lost bits."""
-        bias, lost = self.counting.biases[drawn]
-        return bias - self.counting.credit[top], lost
+        most, least = counting.bottom_range
+        self.test = GroupTest(counting.weights, most, least, counting.biases, counting.credit)
 
     def keep(self, masks: set[int], drawn: int, top: int) -> set[int]:
         """The masks that pass the counting rule with ``drawn`` draws and this top.
@@ -343,51 +273,14 @@ class CountCheck:
         play on that top.  All in one pass, since the layered search does
         all three to every start state.
         """
-        bias, lost = self._setup(drawn, top)
-        low, mid, bottom = self.tables
-        most, least = self.counting.bottom_range
         playable = None if moves is None else _playable(moves)
-        kept: _Groups = {}
-        for upper, bits in groups.items():
-            if seen:
-                bits &= ~seen.get(upper, 0)
-                if not bits:
-                    continue
-            if playable is not None:
-                can = bits & playable[0]  # a bottom-row card to play
-                if can != bits:
-                    for needed, played in playable[2]:
-                        if upper & needed == played:
-                            can = bits  # a higher card, free in the whole group
-                            break
-                    else:
-                        for position, holding in playable[1]:
-                            if not upper & position:
-                                can |= bits & holding
-                if not can:
-                    continue
-                bits = can
-            base = low[upper & 1023] + mid[upper >> 10] + bias
-            if not (base + most) & lost:
-                kept[upper] = bits  # passes whatever its bottom row holds
-                continue
-            if (base + least) & lost:
-                continue  # fails whatever its bottom row holds
-            rest = bits
-            while rest:  # from the highest bit down, so that ``rest`` shrinks
-                b = rest.bit_length() - 1
-                one = _ONE[b]
-                rest ^= one
-                if (base + bottom[b]) & lost:
-                    bits ^= one
-            if bits:
-                kept[upper] = bits
+        kept: _Groups = self.test.keep(groups, drawn, top, seen, playable)
         return kept
 
 
 def _playable(
     moves: tuple[_GroupMove, ...],
-) -> tuple[Bits, tuple[tuple[int, Bits], ...], tuple[tuple[int, int], ...]]:
+) -> Playable:
     """The group moves of one top split by kind: the bottom-row masks with a
     bottom-row card to play, the second-row moves and the higher ones."""
     bottom: Bits = 0
@@ -397,14 +290,6 @@ def _playable(
     second = tuple((a, b) for kind, a, b, _, _ in moves if kind == 1)
     higher: tuple[tuple[int, int], ...] = tuple((b, c) for kind, _, b, c, _ in moves if kind == 2)
     return bottom, second, higher
-
-
-def _sums(weights: tuple[int, ...]) -> list[Bits]:
-    """Table of the sums of every subset of ``weights``, indexed by bit pattern."""
-    table = [0]
-    for weight in weights:
-        table += [value + weight for value in table]
-    return table
 
 
 def _line_back(board: Board, layers: list[_Layer], state: tuple[int, int, int]) -> list[Move]:

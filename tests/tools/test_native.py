@@ -46,17 +46,33 @@ def test_the_module_list_names_real_sources_and_the_hot_path_shell() -> None:
     assert "server.transport.direct" not in build.MODULES  # a subclass of aiohttp's class
     # card_code answers wrongly typed input itself (CardError).
     assert "protocol.rules.cards" not in build.MODULES
+    # The hand-written C twins: a .py definition and a .c file beside it, never also mypyc's.
+    assert build.C_TWINS == ("protocol.deals.groups",)
+    for module in build.C_TWINS:
+        assert build.source(module).is_file() and build.twin_path(module).is_file()
+        assert module not in build.MODULES
+
+
+def test_make_rebuilds_when_a_c_twin_changes() -> None:
+    # The Makefile's list of what the build depends on (tools.native sources).
+    sources = set(subprocess.run(
+        [sys.executable, "-m", "tools.native", "sources"], cwd=ROOT, capture_output=True,
+        text=True, timeout=60, check=True,
+    ).stdout.split())
+    assert {"protocol/deals/groups.py", "protocol/deals/groups.c"} <= sources
+    assert "protocol/deals/layered.py" in sources
 
 
 @needs_build
 def test_a_fresh_build_is_what_runs() -> None:
-    for module in ("protocol.rules.game", "server.race.room", "server.reader"):
+    for module in ("protocol.rules.game", "server.race.room", "server.reader",
+                   "protocol.deals.groups"):
         path, err = _where(module, ROOT)
         assert path.endswith(".so"), (module, path)
         assert "stale" not in err
     cache_tag, digests = native.read_manifest()
     assert cache_tag == sys.implementation.cache_tag
-    assert sorted(digests) == sorted(build.MODULES)
+    assert sorted(digests) == sorted((*build.MODULES, *build.C_TWINS))
 
 
 def _layered_file() -> str:
@@ -79,7 +95,8 @@ def test_the_deal_workers_run_the_compiled_solver() -> None:
 
 @needs_build
 def test_pure_on_request_loads_every_module_from_source() -> None:
-    for module in ("protocol.rules.game", "server.race.room", "server.reader"):
+    for module in ("protocol.rules.game", "server.race.room", "server.reader",
+                   "protocol.deals.groups"):
         path, err = _where(module, ROOT, TRIPEAKS_PURE="1")
         assert path.endswith(".py"), (module, path)
         assert err == ""
@@ -101,6 +118,24 @@ def test_an_edited_source_turns_the_whole_build_off_and_says_so(tmp_path: Path) 
         path, err = _where(module, tmp_path)
         assert path == str(tmp_path / (module.replace(".", "/") + ".py")), path
         assert "native build is stale (protocol/wire/fast.py changed since the build)" in err
+
+
+@needs_build
+def test_an_edited_c_twin_turns_the_build_off_and_says_so(tmp_path: Path) -> None:
+    """The manifest's digest of a module with a C twin covers the .c file too."""
+    for package in ("protocol", "server"):
+        shutil.copytree(ROOT / package, tmp_path / package)
+    (tmp_path / "build" / "native").mkdir(parents=True)
+    shutil.copy(native.MANIFEST, tmp_path / "build" / "native" / "manifest.txt")
+    path, err = _where("protocol.deals.groups", tmp_path)
+    assert path.endswith(".so") and err == "", path
+    twin = tmp_path / "protocol/deals/groups.c"
+    twin.write_text(twin.read_text() + "\n/* edited */\n")
+    for module in ("protocol.deals.groups", "protocol.deals.layered"):
+        path, err = _where(module, tmp_path)
+        assert path == str(tmp_path / (module.replace(".", "/") + ".py")), path
+        stale = "stale (protocol/deals/groups.py or groups.c changed since the build)"
+        assert stale in err
 
 
 @needs_build
@@ -141,11 +176,13 @@ def _build(
 
 
 def _left_behind(tree: Path) -> list[str]:
-    """What a build left besides its log: compiled modules, a manifest, C or objects."""
+    """What a build left besides its log: compiled modules, a manifest, C or objects (the
+    C twins' own sources are not the build's)."""
+    sources = {tree / build.twin_path(module).relative_to(ROOT) for module in build.C_TWINS}
     return sorted(
         str(path.relative_to(tree)) for path in tree.rglob("*")
         if path.is_file() and path.suffix in (".so", ".c", ".o", ".txt")
-        and path != tree / "build" / "native" / "build.log"
+        and path != tree / "build" / "native" / "build.log" and path not in sources
     )
 
 

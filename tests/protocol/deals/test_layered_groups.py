@@ -11,15 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.deals.depth_first import EMPTY, Board
+from protocol.deals.groups import grow, take_new
 from protocol.deals.layered import (
     _UPPER,
     _UPPER_MASK,
     CountCheck,
     _group_moves,
     _Groups,
-    _grow,
     _most_played,
-    _take_new,
 )
 from protocol.deals.shuffle import candidate_deal
 from protocol.rules.game import Rules
@@ -78,7 +77,7 @@ def test_a_group_play_moves_the_same_states_as_playing_mask_by_mask(
         for p in board.fitting[top]:
             if mask & (board.cover_masks[p] | 1 << p) == board.cover_masks[p]:
                 expected.setdefault(board.peak_ranks[p], set()).add(mask | 1 << p)
-    grown = _grow({top: to_groups(masks)}, _group_moves(board))
+    grown = grow({top: to_groups(masks)}, _group_moves(board))
     assert {r: from_groups(g) for r, g in grown.items() if g} == expected
 
 
@@ -107,7 +106,7 @@ def test_taking_new_masks_returns_the_unseen_ones_and_remembers_them(
     old = data.draw(reachable_masks(board))
     new = data.draw(reachable_masks(board))
     seen = to_groups(old)
-    taken, count = _take_new(seen, to_groups(new))
+    taken, count = take_new(seen, to_groups(new))
     assert from_groups(taken) == new - old
     assert count == len(new - old)
     assert from_groups(seen) == old | new
