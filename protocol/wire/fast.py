@@ -348,6 +348,10 @@ def _int(value: int) -> bytes:
 _ARRAYS: Final = tuple(msgpack.Packer().pack_array_header(n) for n in range(64))
 _BOOLS: Final = (b"\xc2", b"\xc3")
 _GAME_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in Status}
+#: Most boards are in play: their status without a lookup, since a plain Enum's hash is a
+#: Python function (2.8% of the server's loop at 10,000 players, py-spy).
+_PLAYING_STATUS: Final = Status.PLAYING
+_PLAYING_STATUS_BYTES: Final = pack_wire(Status.PLAYING.value)
 _PLAYER_STATUS_BYTES: Final = {status: pack_wire(status.value) for status in m.PlayerStatus}
 _TOPS: Final = {None: _NIL, HIDDEN: pack_wire(HIDDEN)} | {
     code: pack_wire(code) for code in ALL_CODES
@@ -397,7 +401,9 @@ def _entry(row: BoardRow) -> bytes:
     pid, board, top, stock, moves, draws, undos, status, at = row
     return _ENTRY % (
         pack_wire(pid), pack_wire(board), _TOPS[top], _INTS[stock], _int(moves), _int(draws),
-        _int(undos), _GAME_STATUS_BYTES[status], _int(at),
+        _int(undos),
+        _PLAYING_STATUS_BYTES if status is _PLAYING_STATUS else _GAME_STATUS_BYTES[status],
+        _int(at),
     )
 
 
