@@ -108,6 +108,61 @@ def test_log_slow_reports_a_slow_commit_and_keeps_its_rows(tmp_path: Path) -> No
     assert quick.returncode == 0 and "log commit" not in quick.stderr
 
 
+def test_commit_poll_keeps_every_commit_and_its_one_answer(tmp_path: Path) -> None:
+    assert _append(tmp_path, "commit_poll") == (1, 2, 1000)
+    done = _run(
+        """
+        import asyncio
+        from aiohttp import WSMessage, WSMsgType
+        from bench import load_variants
+        load_variants.apply({"commit_poll"})
+        import server.storage.sqlite_inputlog as sqlite_inputlog
+        from server.transport.direct import DirectQueue
+        class Protocol:
+            def pause_reading(self): pass
+            def resume_reading(self): pass
+        async def main():
+            loop = asyncio.get_running_loop()
+            order = []
+            queue = DirectQueue(Protocol(), 1 << 16, loop=loop)
+            queue.hook = lambda data: order.append("frame") or True
+            # An ended commit is taken up by the next frame read, before the frame, once.
+            sqlite_inputlog._settle(loop, lambda error: order.append("commit"), None)
+            queue.feed_data(WSMessage(WSMsgType.BINARY, b"move", None), 4)
+            await asyncio.sleep(0.05)  # the loop's own take-up finds nothing left
+            queue.feed_data(WSMessage(WSMsgType.BINARY, b"move", None), 4)
+            print(order)
+        asyncio.run(main())
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['commit', 'frame', 'frame']"
+
+
+def test_commit_timing_reports_each_part_of_a_commit(tmp_path: Path) -> None:
+    done = _run(
+        _LOG_FILE + textwrap.dedent("""
+        import asyncio, sys, time
+        from bench import load_variants
+        load_variants.apply({"commit_timing"})
+        from server.storage.sqlite_inputlog import SqliteAppender
+        path = log_file(sys.argv[1])
+        async def main():
+            appender = SqliteAppender(path, "sqlite:///" + str(path))
+            await appender.append([("ROOM01", 0, 1, '{"t":"x"}')])
+            await appender.close()
+        asyncio.run(main())
+        time.sleep(2.5)  # the report comes every 2 s
+        """),
+        str(tmp_path / "log.db"),
+    )
+    assert done.returncode == 0, done.stderr
+    # The append and the close each end on the loop; only the append was handed over.
+    line = (r"^commit timing at \d+\.\d: handed n=1 mean=\d+\.\d max=\d+\.\d ms; "
+            r"append n=1 mean=\d+\.\d max=\d+\.\d ms; turn n=2 mean=\d+\.\d max=\d+\.\d ms$")
+    assert re.search(line, done.stderr, re.M), done.stderr
+
+
 @pytest.mark.parametrize(
     ("variant", "env", "expected"),
     [

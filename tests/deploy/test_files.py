@@ -213,7 +213,9 @@ def test_compose_runs_the_server_postgres_and_nginx_with_volumes() -> None:
     assert env["TRIPEAKS_UNIX_SOCKET"] == SOCKET
     run = f"tripeaks-run:{Path(SOCKET).parent}"
     assert run in server["volumes"] and run in nginx["volumes"]
-    named = set(doc["volumes"])
+    volumes = doc["volumes"]
+    assert isinstance(volumes, dict)
+    named = set(volumes)
     for service in services.values():
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
@@ -346,7 +348,9 @@ def dockerfile_env() -> dict[str, str]:
     env: dict[str, str] = {}
     for word, rest in dockerfile_instructions():
         if word == "ENV":
-            env.update(pair.split("=", 1) for pair in rest.split())
+            for pair in rest.split():
+                key, _, value = pair.partition("=")
+                env[key] = value
     return env
 
 
