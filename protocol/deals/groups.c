@@ -144,6 +144,17 @@ static inline int set_equal(const set_t *a, const set_t *b) {
     return memcmp(a->d, b->d, SET_BYTES) == 0;
 }
 
+/* bits &= ~had; true when that took anything out */
+static inline int set_remove(set_t *bits, const set_t *had) {
+    int changed = 0;
+    for (int i = 0; i < SET_DIGITS; i++) {
+        digit kept = bits->d[i] & ~had->d[i];
+        changed |= kept != bits->d[i];
+        bits->d[i] = kept;
+    }
+    return changed;
+}
+
 /* table[s] = the sum of weights[j] over the bits j of s, for the n weights from first */
 static void subset_sums(sum_t *table, const sum_t *weights, int n) {
     memset(&table[0], 0, sizeof(sum_t));
@@ -380,7 +391,7 @@ static PyObject *GroupTest_keep(GroupTest *self, PyObject *args, PyObject *kwarg
             if (old != NULL) {
                 set_t had;
                 if (to_set(old, &had) < 0) goto failed;
-                for (int i = 0; i < SET_DIGITS; i++) bits.d[i] &= ~had.d[i];
+                set_remove(&bits, &had);
                 if (set_empty(&bits)) continue;
             }
         }
@@ -476,6 +487,21 @@ static int store_set(PyObject *into, PyObject *key, const set_t *bits, PyObject 
     return stored;
 }
 
+/* into[key] |= bits (a new entry when key is not there) */
+static int or_into(PyObject *into, PyObject *key, const set_t *bits, PyObject *same) {
+    PyObject *old = PyDict_GetItemWithError(into, key);
+    if (old == NULL) {
+        if (PyErr_Occurred()) return -1;
+        return store_set(into, key, bits, same);
+    }
+    set_t had;
+    if (to_set(old, &had) < 0) return -1;
+    Py_INCREF(old);
+    int stored = store_union(into, key, old, &had, bits);
+    Py_DECREF(old);
+    return stored;
+}
+
 static PyObject *groups_take_new(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "take_new(seen: dict, groups: dict)");
@@ -500,12 +526,7 @@ static PyObject *groups_take_new(PyObject *module, PyObject *const *args, Py_ssi
         if (had_any) {
             set_t had;
             if (to_set(old, &had) < 0) goto failed;
-            int changed = 0;
-            for (int i = 0; i < SET_DIGITS; i++) {
-                digit kept = bits.d[i] & ~had.d[i];
-                changed |= kept != bits.d[i];
-                bits.d[i] = kept;
-            }
+            int changed = set_remove(&bits, &had);
             if (set_empty(&bits)) continue;
             Py_INCREF(old); /* the store below may drop seen's reference */
             int stored = store_union(seen, key, old, &had, &bits);
@@ -553,13 +574,7 @@ static PyObject *groups_met_first(PyObject *module, PyObject *const *args, Py_ss
             int changed = 0;
             if (old != NULL) {
                 if (to_set(old, &had) < 0) goto failed;
-                for (int i = 0; i < SET_DIGITS; i++) {
-                    digit kept = bits.d[i] & ~had.d[i];
-                    changed |= kept != bits.d[i];
-                    bits.d[i] = kept;
-                }
-            } else {
-                memset(had.d, 0, SET_BYTES);
+                changed = set_remove(&bits, &had);
             }
             if (set_empty(&bits)) continue;
             PyObject *same = changed ? NULL : value;
@@ -571,18 +586,7 @@ static PyObject *groups_met_first(PyObject *module, PyObject *const *args, Py_ss
             } else if (store_set(met, key, &bits, same) < 0) {
                 goto failed;
             }
-            PyObject *before = PyDict_GetItemWithError(fresh, key);
-            if (before == NULL && PyErr_Occurred()) goto failed;
-            if (before == NULL) {
-                if (store_set(fresh, key, &bits, same) < 0) goto failed;
-            } else {
-                set_t earlier;
-                if (to_set(before, &earlier) < 0) goto failed;
-                Py_INCREF(before);
-                int stored = store_union(fresh, key, before, &earlier, &bits);
-                Py_DECREF(before);
-                if (stored < 0) goto failed;
-            }
+            if (or_into(fresh, key, &bits, same) < 0) goto failed;
         }
     }
     Py_DECREF(pieces);
@@ -602,37 +606,10 @@ static PyObject *groups_merge(PyObject *module, PyObject *const *args, Py_ssize_
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(groups, &pos, &key, &value)) {
-        PyObject *old = PyDict_GetItemWithError(into, key);
-        if (old == NULL && PyErr_Occurred()) return NULL;
         set_t bits;
-        if (to_set(value, &bits) < 0) return NULL;
-        if (old == NULL) {
-            if (PyDict_SetItem(into, key, value) < 0) return NULL;
-            continue;
-        }
-        set_t had;
-        if (to_set(old, &had) < 0) return NULL;
-        Py_INCREF(old);
-        int stored = store_union(into, key, old, &had, &bits);
-        Py_DECREF(old);
-        if (stored < 0) return NULL;
+        if (to_set(value, &bits) < 0 || or_into(into, key, &bits, value) < 0) return NULL;
     }
     Py_RETURN_NONE;
-}
-
-/* into[key] |= bits (a new entry when key is not there) */
-static int or_into(PyObject *into, PyObject *key, const set_t *bits, PyObject *same) {
-    PyObject *old = PyDict_GetItemWithError(into, key);
-    if (old == NULL) {
-        if (PyErr_Occurred()) return -1;
-        return store_set(into, key, bits, same);
-    }
-    set_t had;
-    if (to_set(old, &had) < 0) return -1;
-    Py_INCREF(old);
-    int stored = store_union(into, key, old, &had, bits);
-    Py_DECREF(old);
-    return stored;
 }
 
 /* out = bits shifted up by n bit positions (the bits shifted past 1,024 dropped) */

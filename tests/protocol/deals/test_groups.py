@@ -78,6 +78,14 @@ def _tests(board: Board, limit: int) -> tuple[Any, Any]:
     return python.GroupTest(*args), compiled.GroupTest(*args)
 
 
+def _keep_agrees(board: Board, limit: int, groups: dict[int, Any], drawn: int, top: int,
+                 seen: dict[int, Any] | None, playable: Any) -> None:
+    """The twin's ``GroupTest.keep`` keeps what the definition's keeps, in its order."""
+    ours, theirs = _tests(board, limit)
+    expected = ours.keep(groups, drawn, top, seen, playable)
+    assert _items(theirs.keep(groups, drawn, top, seen, playable)) == _items(expected)
+
+
 def test_the_definition_and_the_twin_are_two_modules() -> None:
     assert (python.__file__ or "").endswith("groups.py")
     assert (compiled.__file__ or "").endswith(".so")
@@ -91,27 +99,24 @@ def test_keep_leaves_out_the_same_masks_in_the_same_order(
 ) -> None:
     board = Board(candidate_deal(seed, 0, rules))
     limit = data.draw(st.integers(0, len(board.stock_ranks)))
-    ours, theirs = _tests(board, limit)
     groups = to_groups(data.draw(reachable_masks(board)))
     seen = to_groups(data.draw(reachable_masks(board))) if data.draw(st.booleans()) else None
     drawn = data.draw(st.integers(0, limit))
     top = data.draw(st.integers(0, EMPTY))
     playable = _playable(_group_moves(board)[top]) if data.draw(st.booleans()) else None
-    expected = ours.keep(groups, drawn, top, seen, playable)
-    assert _items(theirs.keep(groups, drawn, top, seen, playable)) == _items(expected)
+    _keep_agrees(board, limit, groups, drawn, top, seen, playable)
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=seeds, rules=rules_st, data=st.data())
 def test_keep_of_any_bottom_row_sets(seed: str, rules: Rules, data: st.DataObject) -> None:
     board = Board(candidate_deal(seed, 0, rules))
-    ours, theirs = _tests(board, len(board.stock_ranks))
+    limit = len(board.stock_ranks)
     groups, seen = data.draw(groups_st), data.draw(groups_st)
-    drawn = data.draw(st.integers(0, len(board.stock_ranks)))
+    drawn = data.draw(st.integers(0, limit))
     top = data.draw(st.integers(0, EMPTY))
     for playable in (None, _playable(_group_moves(board)[top])):
-        expected = ours.keep(groups, drawn, top, seen, playable)
-        assert _items(theirs.keep(groups, drawn, top, seen, playable)) == _items(expected)
+        _keep_agrees(board, limit, groups, drawn, top, seen, playable)
 
 
 @settings(max_examples=80, deadline=None)
