@@ -45,9 +45,11 @@ Variants:
   the journal's hand-over to the append's end (``handed``: the appender's queue and the
   append), the append itself, and from the append's end to its completion running on the
   loop (``turn``), each as count, mean and max;
-- ``commit_poll``: an input-log commit that ended is also taken up at the next frame the
-  server reads, not only when the loop next runs its ready callbacks (a trial: at 10,000
-  players the completion waited 65-106 ms there on average);
+- ``loop_turns``: the event loop's turns, every 2 s on stderr: how many there were,
+  their mean, p50, p99 and longest length (a 1 ms timer's turn to turn), the frames
+  read per turn (mean and most), and the input-log commits taken up, with the time
+  their outputs took (count, mean, longest, total): whether the loop reads in long
+  bursts;
 - ``cprofile``: the server runs under :mod:`cProfile`, its statistics written at exit
   to ``$BENCH_PROFILE_DIR/server-PID.prof`` (default: the working directory); the
   profiler slows every call, so read shares, not times.
@@ -88,7 +90,7 @@ def apply(variants: set[str]) -> None:
         "log_unsynced", "log_off", "log_no_checkpoint", "log_slow", "log_keyed",
         "lag_log",
         "gc_types", "gc_thresholds", "stall_stacks", "switch_interval", "log_per_row",
-        "starts_per_turn", "commit_timing", "commit_poll",
+        "starts_per_turn", "commit_timing", "loop_turns",
     }
     if variants - known:
         raise SystemExit(f"unknown variants {sorted(variants - known)}; known: {sorted(known)}")
@@ -160,38 +162,8 @@ def apply(variants: set[str]) -> None:
         _patch_lag_log(app, stacks="stall_stacks" in variants)
     if "commit_timing" in variants:
         _patch_commit_timing()
-    if "commit_poll" in variants:
-        _patch_commit_poll()
-
-
-def _patch_commit_poll() -> None:
-    """Commits learnt of at the next frame read, not only at the loop's next idle phase."""
-    import collections
-
-    import server.storage.sqlite_inputlog as sqlite_inputlog
-    import server.transport.direct as direct
-
-    finished: collections.deque[tuple[Any, Any]] = collections.deque()
-    settle = sqlite_inputlog._settle
-
-    def drain(*_args: Any) -> None:
-        while finished:
-            done, error = finished.popleft()
-            done(error)
-
-    def polled_settle(loop: Any, done: Any, error: Any) -> None:
-        finished.append((done, error))
-        settle(loop, drain, None)
-
-    feed = direct.DirectQueue.feed_data
-
-    def feed_data(self: Any, data: Any, size: int) -> None:
-        if finished:
-            drain()
-        feed(self, data, size)
-
-    sqlite_inputlog._settle = polled_settle
-    direct.DirectQueue.feed_data = feed_data  # type: ignore[method-assign]
+    if "loop_turns" in variants:
+        _patch_loop_turns(app)
 
 
 def _patch_commit_timing() -> None:
@@ -223,6 +195,7 @@ def _patch_commit_timing() -> None:
     threading.Thread(target=report, name="commit-timing", daemon=True).start()
     submit = sqlite_inputlog.SqliteAppender.submit
     append = sqlite_inputlog.SqliteAppender._append
+    finish = sqlite_inputlog.SqliteAppender._finish
     settle = sqlite_inputlog._settle
 
     def timed_submit(self: Any, rows: Any, done: Any) -> None:
@@ -241,7 +214,8 @@ def _patch_commit_timing() -> None:
         finally:
             note("append", time.perf_counter() - began)
 
-    def timed_settle(loop: Any, done: Any, error: Any) -> None:
+    def timed(done: Any) -> Any:
+        """``done``, noting how long after now it runs (the loop's take-up)."""
         ended = time.perf_counter()
         handed = getattr(done, "handed", None)
         if handed is not None:
@@ -251,11 +225,100 @@ def _patch_commit_timing() -> None:
             note("turn", time.perf_counter() - ended)
             done(err)
 
-        settle(loop, run, error)
+        return run
+
+    def timed_finish(self: Any, loop: Any, done: Any, error: Any) -> None:
+        finish(self, loop, timed(done), error)
+
+    def timed_settle(loop: Any, done: Any, error: Any) -> None:  # the close's
+        settle(loop, timed(done), error)
 
     sqlite_inputlog.SqliteAppender.submit = timed_submit  # type: ignore[method-assign]
     sqlite_inputlog.SqliteAppender._append = timed_append  # type: ignore[method-assign]
+    sqlite_inputlog.SqliteAppender._finish = timed_finish  # type: ignore[method-assign]
     sqlite_inputlog._settle = timed_settle
+
+
+def _patch_loop_turns(app: Any) -> None:
+    """``loop_turns``: the loop's turns, the frames read in each, and the commits' take-up."""
+    import asyncio
+    import threading
+
+    import server.storage.sqlite_inputlog as sqlite_inputlog
+    import server.transport.direct as direct
+
+    lock = threading.Lock()
+    turns: list[float] = []
+    reads: list[int] = []
+    taken: list[float] = []
+    read = [0]
+    last = [0.0]
+
+    def tick() -> None:
+        # A 1 ms timer: the loop runs timers once per turn, after the turn's reads.
+        now = time.perf_counter()
+        with lock:
+            if last[0]:
+                turns.append(now - last[0])
+                reads.append(read[0])
+            read[0] = 0
+        last[0] = now
+        asyncio.get_running_loop().call_later(0.001, tick)
+
+    feed = direct.DirectQueue.feed_data
+
+    def feed_data(self: Any, data: Any, size: int) -> None:
+        read[0] += 1
+        feed(self, data, size)
+
+    take = sqlite_inputlog.SqliteAppender.take_ended
+
+    def timed_take(self: Any) -> None:
+        if not self.ended:
+            take(self)
+            return
+        began = time.perf_counter()
+        take(self)
+        with lock:
+            taken.append(time.perf_counter() - began)
+
+    def report() -> None:
+        while True:
+            time.sleep(2.0)
+            with lock:
+                lengths, counts, took = sorted(turns), list(reads), list(taken)
+                turns.clear()
+                reads.clear()
+                taken.clear()
+            if not lengths:
+                continue
+            n = len(lengths)
+            line = (
+                f"loop turns at {time.time():.1f}: n={n} mean={1000 * sum(lengths) / n:.2f}"
+                f" p50={1000 * lengths[n // 2]:.2f} p99={1000 * lengths[n * 99 // 100]:.1f}"
+                f" max={1000 * lengths[-1]:.1f} ms; frames per turn mean={sum(counts) / n:.1f}"
+                f" max={max(counts)}; commits taken n={len(took)}"
+            )
+            if took:
+                line += (f" mean={1000 * sum(took) / len(took):.2f} max={1000 * max(took):.1f}"
+                         f" ms sum={sum(took):.2f} s")
+            print(line, file=sys.stderr, flush=True)
+
+    direct.DirectQueue.feed_data = feed_data  # type: ignore[method-assign]
+    sqlite_inputlog.SqliteAppender.take_ended = timed_take  # type: ignore[method-assign]
+    threading.Thread(target=report, name="loop-turns", daemon=True).start()
+    create = app.create_app
+
+    def create_app(*args: Any, **kwargs: Any) -> Any:
+        web_app = create(*args, **kwargs)
+
+        async def begin(_app: Any) -> None:
+            asyncio.get_running_loop().call_later(0.001, tick)
+
+        web_app.on_startup.append(begin)
+        return web_app
+
+    app.create_app = create_app
 
 
 def _patch_log(variants: set[str]) -> None:

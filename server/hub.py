@@ -752,6 +752,9 @@ class Hub:
             self.run(handle, outputs)
         if started:
             self._move_timed(started)
+        if journal is not None:
+            journal.poll()
+        self.flushes.poll(now_ms)
         return True
 
     def _move_started(self) -> float:

@@ -21,6 +21,11 @@ each, and each such slot held the event loop for 6 to 16 ms (moves waited
 behind it) where an even spread is about 60 rooms to a slot.  A room passed on
 is flushed at the later slot's time, so its next flushes stay apart too.
 
+A turn of the event loop reads every socket that is ready before it runs any
+timer, and under a large crowd one turn can read thousands of frames: the hub
+also calls :meth:`FlushSlots.poll` at each move it answers, which runs the
+slots due by then at once (their timers cancelled).
+
 A flush only sends: the hub does not log it (:class:`FlushDue` says why), so a
 flush costs no input-log row either.  A room filed twice (its race ended with
 a flush of its own and the next one asked again) is flushed once: the room
@@ -38,6 +43,8 @@ from typing import Final, Generic, TypeVar
 SLOT_MS: Final = 10
 #: How many slots later than its own a room may be flushed when slots are full.
 LATE_SLOTS: Final = 4
+#: No slot: later than any.
+NEVER: Final = 1 << 62
 #: A slot always takes this many rooms (a quiet server never passes rooms on).
 MIN_PER_SLOT: Final = 16
 
@@ -67,6 +74,8 @@ class FlushSlots(Generic[R]):
         self._slots: dict[int, list[R]] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._waiting = 0
+        #: The earliest slot filed (:data:`NEVER` when none is).
+        self._first = NEVER
 
     def add(self, room: R, at_ms: int) -> None:
         """File ``room`` for a flush at ``at_ms``: run at the end of its slot, or of the
@@ -81,6 +90,8 @@ class FlushSlots(Generic[R]):
         if rooms is None:
             rooms = self._slots[slot] = []
             self._timers[slot] = self._loop.call_at(self._loop_time(slot), self._fire, slot)
+            if slot < self._first:
+                self._first = slot
         rooms.append(room)
         self._waiting += 1
 
@@ -94,7 +105,17 @@ class FlushSlots(Generic[R]):
         del self._timers[slot]
         rooms = self._slots.pop(slot)
         self._waiting -= len(rooms)
+        if slot == self._first:
+            self._first = min(self._slots, default=NEVER)
         self._flush(slot, rooms)
+
+    def poll(self, now_ms: int) -> None:
+        """Run the slots due by ``now_ms`` now, without waiting for their timers (the
+        loop runs timers only between its turns' reads)."""
+        while self._first <= now_ms:
+            slot = self._first
+            self._timers[slot].cancel()
+            self._fire(slot)
 
     @property
     def waiting(self) -> int:
@@ -115,3 +136,4 @@ class FlushSlots(Generic[R]):
         self._timers.clear()
         self._slots.clear()
         self._waiting = 0
+        self._first = NEVER

@@ -15,15 +15,18 @@ size, and the outputs it releases join into fewer writes).
 A log that can take an append without being awaited
 (:class:`~server.recovery.log.Submitting`: a SQLite file) is handed each group
 by :meth:`Journal._launch`, and the commits of a busy spell follow each other
-from its completion callback (:meth:`Journal._submitted`, :meth:`Journal._go_on`):
-the loop turn that learns a commit is on disk carries out what it held and
-hands over the next group, or sets a timer for the end of its gap.  An awaited
-append resumes the task one turn of the loop later, and a busy loop's turns
-are long: at 6,000 players, in one commit cycle of six, 15 ms on average passed
-between the frames of one commit going out and the next commit's start.  The
-task itself starts each such chain after a quiet spell, and takes over a group
-that must be awaited: one with rooms to drop, one the log would not take so,
-and one whose submitted commit failed (the tries again).
+from its completion callback (:meth:`Journal._submitted`,
+:meth:`Journal._go_on`): the loop turn that learns a commit is on disk carries
+out what it held and hands over the next group, or sets a timer for the end of
+its gap; the hub also calls :meth:`Journal.poll` at every move it logs, which
+does the same at once (a turn of the loop reads every ready socket before any
+callback or timer). An awaited append resumes the task one turn of the loop
+later, and a busy loop's turns are long: at 6,000 players, in one commit cycle
+of six, 15 ms on average passed between the frames of one commit going out and
+the next commit's start. The task itself starts each such chain after a quiet
+spell, and takes over a group that must be awaited: one with rooms to drop, one
+the log would not take so, and one whose submitted commit failed (the tries
+again).
 
 A log that keeps refusing is not allowed to stop the races: after
 :data:`RETRIES` the held outputs go out anyway, the rooms of the failed
@@ -39,7 +42,8 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Sequence, Sized
 from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
 
@@ -130,7 +134,13 @@ class Journal:
         # ---- the commits' chain (see _run) ----
         #: The log's append without awaiting, if it has one.
         self._submit: Submit | None = getattr(log, "submit", None)
-        #: When the last commit began (loop time): the next one waits for the gap after it.
+        #: The submitted appends that ended (:meth:`poll` takes them up), and how.
+        self._ended: Sized = getattr(log, "ended", ())
+        self._take_ended: Callable[[], object] = getattr(log, "take_ended", lambda: None)
+        #: When :attr:`_timer` (the next commit's, at the end of its gap) is due.
+        self._due = math.inf
+        #: When the last commit began (:func:`time.monotonic`, as every time here: the
+        #: loop's own clock may be read once per turn): the next one waits for the gap.
         self._last_start = -math.inf
         #: Resolved when a chain of submitted commits ends: with ``None``, or with the
         #: group the committer task must await itself.
@@ -223,6 +233,24 @@ class Journal:
                 await self._task
             self._task = None
 
+    def poll(self) -> None:
+        """Carry out now what the loop's next turn would: the outputs of a submitted
+        commit that ended, and the next commit once its gap is over.
+
+        The hub calls it at every move it logs.  A turn of the loop reads every
+        socket that is ready before it runs a callback or a timer, and under a
+        large crowd one turn can read thousands of frames: without this, the
+        commits (and so the answers) wait for the end of the turn, the players
+        move again all at once when their answers come, and the next turn is as
+        long (performance-log.md, twenty-fourth part).
+        """
+        if self._ended:
+            self._take_ended()
+        timer = self._timer
+        if timer is not None and time.monotonic() >= self._due:
+            timer.cancel()
+            self._go_on()
+
     # ---- the committer -----------------------------------------------------------
     def _waiting(self) -> None:
         """Something was staged or held: outputs wait, and the committer wakes."""
@@ -240,7 +268,7 @@ class Journal:
         loop = self._loop
         while True:
             await self._wake.wait()
-            pause = self._last_start + self.commit_gap_s - loop.time()
+            pause = self._last_start + self.commit_gap_s - time.monotonic()
             if pause > 0:
                 await asyncio.sleep(pause)  # what comes meanwhile joins this commit
             group = self._take()
@@ -266,7 +294,7 @@ class Journal:
     def _take(self) -> _Group | None:
         """Everything recorded, held and dropped since the last commit began: the next
         commit's group (``None``: nothing)."""
-        self._last_start = self._loop.time()
+        self._last_start = time.monotonic()
         self._wake.clear()
         self._woken = False
         if not (self._staged or self._held or self._drops):
@@ -287,7 +315,7 @@ class Journal:
         entries, a log that must be awaited), what the committer task awaits instead."""
         runs = self._runs(rooms, staged)
         if runs and not drops and self._submit is not None:
-            started = self._loop.time()
+            started = time.monotonic()
             if self._submit(runs, lambda error: self._submitted(runs, held, started, error)):
                 return None
         return runs, held, drops, None
@@ -301,7 +329,7 @@ class Journal:
             if error is not None:  # the tries again are the committer task's
                 self._end_chain((runs, held, [], str(error) or type(error).__name__))
                 return
-            self._succeeded(runs, self._loop.time() - started)
+            self._succeeded(runs, time.monotonic() - started)
             self._busy = False
             self._release(held)
             self._go_on()
@@ -317,8 +345,9 @@ class Journal:
             if self._closed or self._drops or not (self._staged or self._held):
                 self._end_chain(None)
                 return
-            wait = self._last_start + self.commit_gap_s - self._loop.time()
+            wait = self._last_start + self.commit_gap_s - time.monotonic()
             if wait > 0:
+                self._due = self._last_start + self.commit_gap_s
                 self._timer = self._loop.call_later(wait, self._go_on)
                 return
             group = self._take()
@@ -359,7 +388,7 @@ class Journal:
     async def _commit(self, runs: Sequence[Run], error: str | None = None) -> None:
         """Append ``runs``, trying again after each pause of :data:`RETRIES`; ``error``:
         the first try was made (submitted) and failed so."""
-        clock = self._loop.time
+        clock = time.monotonic
         pauses = list(RETRIES)
         while runs:
             if error is not None:

@@ -34,7 +34,7 @@ Contract (every back end):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -91,8 +91,18 @@ class Submitting(InputLog, Protocol):
     resumes its caller one turn of the loop later, and a busy server's turns are
     long)."""
 
+    #: The submitted appends that ended and whose ``done`` is not called yet: while it
+    #: is not empty, :meth:`take_ended` has work.
+    ended: Sized
+
     def submit(self, runs: Sequence[Run], done: Done) -> bool:
         """:meth:`append` without awaiting: ``done`` is called on the event loop with
         ``None`` once every entry is durable, or with the error that refused them.  False
         (nothing done) when it cannot take this one so: await :meth:`append` instead."""
+        ...
+
+    def take_ended(self) -> None:
+        """Call now, on the event loop, the ``done`` of every submitted append that has
+        ended, rather than at the loop's next turn (:meth:`Journal.poll
+        <server.recovery.journal.Journal.poll>`)."""
         ...

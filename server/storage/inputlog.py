@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from typing import Final, Protocol
 
 import sqlalchemy as sa
@@ -156,6 +156,18 @@ class SqlInputLog:
             return True
         self._appender.submit(rows, done)
         return True
+
+    @property
+    def ended(self) -> Sized:
+        """The submitted appends that ended, their ``done`` not called yet
+        (:class:`~server.recovery.log.Submitting`)."""
+        return self._appender.ended if self._appender is not None else ()
+
+    def take_ended(self) -> None:
+        """Call now the ``done`` of every submitted append that has ended
+        (:class:`~server.recovery.log.Submitting`)."""
+        if self._appender is not None:
+            self._appender.take_ended()
 
     @property
     def fold_problem(self) -> str | None:

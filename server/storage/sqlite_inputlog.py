@@ -45,6 +45,7 @@ copy came back before it.  A row may so stand both in the tail and in
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import queue
@@ -168,6 +169,9 @@ class SqliteAppender:
         self.busy_timeout_s = busy_timeout_s
         self.fold_every_s = fold_every_s
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        #: Appends that ended, with their ``done`` not called yet (:meth:`take_ended`).
+        self.ended: collections.deque[tuple[Done, BaseException | None]] = collections.deque()
+        self._taking = False
         self._thread: threading.Thread | None = None
         self._folder: threading.Thread | None = None
         self._closed = False
@@ -242,6 +246,29 @@ class SqliteAppender:
             self._thread.start()
             self._folder.start()
 
+    def _finish(
+        self, loop: asyncio.AbstractEventLoop, done: Done, error: BaseException | None
+    ) -> None:
+        """On the appender's thread: an append ended; its ``done`` runs on the loop."""
+        self.ended.append((done, error))
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(self.take_ended)
+
+    def take_ended(self) -> None:
+        """Call, on the event loop, the ``done`` of every append that has ended, in order:
+        at the loop's next turn, or sooner when the journal asks
+        (:meth:`~server.recovery.journal.Journal.poll`)."""
+        if self._taking:  # a done that led back here: the loop below goes on
+            return
+        self._taking = True
+        try:
+            ended = self.ended
+            while ended:
+                done, error = ended.popleft()
+                done(error)
+        finally:
+            self._taking = False
+
     async def close(self) -> None:
         """Finish the appends handed over so far, close the connections, end the threads.
 
@@ -296,7 +323,7 @@ class SqliteAppender:
                     _settle(loop, done, None)
                     return
                 conn, error = self._append(conn, rows)
-                _settle(loop, done, error)
+                self._finish(loop, done, error)
         finally:
             if conn is not None:
                 conn.close()

@@ -108,35 +108,53 @@ def test_log_slow_reports_a_slow_commit_and_keeps_its_rows(tmp_path: Path) -> No
     assert quick.returncode == 0 and "log commit" not in quick.stderr
 
 
-def test_commit_poll_keeps_every_commit_and_its_one_answer(tmp_path: Path) -> None:
-    assert _append(tmp_path, "commit_poll") == (1, 2, 1000)
+def test_loop_turns_reports_the_turns_the_frames_read_in_each_and_the_commits(
+    tmp_path: Path,
+) -> None:
     done = _run(
-        """
-        import asyncio
+        _LOG_FILE + textwrap.dedent("""
+        import asyncio, sys
         from aiohttp import WSMessage, WSMsgType
+        import server.app as app
+
+        class Stub:  # what the variant needs of the server's application
+            def __init__(self):
+                self.on_startup = []
+
+        app.create_app = lambda *args, **kwargs: Stub()
         from bench import load_variants
-        load_variants.apply({"commit_poll"})
-        import server.storage.sqlite_inputlog as sqlite_inputlog
+        load_variants.apply({"loop_turns"})
+        from server.storage.sqlite_inputlog import SqliteAppender
         from server.transport.direct import DirectQueue
+
         class Protocol:
             def pause_reading(self): pass
             def resume_reading(self): pass
+
         async def main():
-            loop = asyncio.get_running_loop()
-            order = []
-            queue = DirectQueue(Protocol(), 1 << 16, loop=loop)
-            queue.hook = lambda data: order.append("frame") or True
-            # An ended commit is taken up by the next frame read, before the frame, once.
-            sqlite_inputlog._settle(loop, lambda error: order.append("commit"), None)
-            queue.feed_data(WSMessage(WSMsgType.BINARY, b"move", None), 4)
-            await asyncio.sleep(0.05)  # the loop's own take-up finds nothing left
-            queue.feed_data(WSMessage(WSMsgType.BINARY, b"move", None), 4)
-            print(order)
+            web_app = app.create_app()
+            for began in web_app.on_startup:
+                await began(web_app)
+            path = log_file(sys.argv[1])
+            appender = SqliteAppender(path, "sqlite:///" + str(path))
+            await appender.append([("ROOM01", 0, 1, '{"t":"x"}')])
+            queue = DirectQueue(Protocol(), 1 << 16, loop=asyncio.get_running_loop())
+            queue.hook = lambda data: True
+            for _ in range(3):  # three frames read in one turn
+                queue.feed_data(WSMessage(WSMsgType.BINARY, b"move", None), 4)
+            await asyncio.sleep(2.3)  # the report comes every 2 s
+            await appender.close()
         asyncio.run(main())
-        """
+        """),
+        str(tmp_path / "log.db"),
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['commit', 'frame', 'frame']"
+    line = (r"^loop turns at \d+\.\d: n=(\d+) mean=\d+\.\d\d p50=\d+\.\d\d p99=\d+\.\d "
+            r"max=\d+\.\d ms; frames per turn mean=\d+\.\d max=3; commits taken n=1 "
+            r"mean=\d+\.\d\d max=\d+\.\d ms sum=\d+\.\d\d s$")
+    found = re.search(line, done.stderr, re.M)
+    assert found, done.stderr
+    assert int(found.group(1)) > 100  # a 1 ms timer on an idle loop: most of 2,000 turns
 
 
 def test_commit_timing_reports_each_part_of_a_commit(tmp_path: Path) -> None:

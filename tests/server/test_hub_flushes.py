@@ -59,6 +59,33 @@ async def test_rooms_due_in_one_slot_are_flushed_together_at_its_end_never_early
     assert slots.waiting == 0
 
 
+async def test_a_poll_runs_the_slots_due_at_once_and_their_timers_then_run_nothing() -> None:
+    """Under a large crowd one turn of the loop reads for a long time before any timer
+    runs: the hub polls the slots at each move, and a slot due is flushed then, once."""
+    loop = asyncio.get_running_loop()
+    origin = -int(loop.time() * 1000)  # server time now: 0
+    seen = Recorder(loop, origin)
+    slots: FlushSlots[str] = FlushSlots(loop, seen.loop_time, seen.flush)
+    slots.add("a", 15)  # slot 20
+    slots.add("b", 12)  # slot 20
+    slots.add("c", 31)  # slot 40
+    slots.add("d", 200)  # slot 200
+    slots.poll(19)
+    assert seen.runs == []  # nothing due yet
+    slots.poll(45)  # a turn that ran late: both slots due, in time order
+    assert [(slot, rooms) for slot, rooms, _ in seen.runs] == [(20, ["a", "b"]), (40, ["c"])]
+    assert slots.waiting == 1
+    await asyncio.sleep(0.08)  # their timers were cancelled: nothing runs twice
+    assert len(seen.runs) == 2
+    slots.add("e", 60)  # a slot earlier than the one left: polled first
+    slots.poll(60)
+    assert [rooms for _, rooms, _ in seen.runs[2:]] == [["e"]]
+    await asyncio.wait_for(seen.done.wait(), 1)
+    await asyncio.sleep(0.2)  # slot 200's own timer runs it
+    assert [rooms for _, rooms, _ in seen.runs[2:]] == [["e"], ["d"]]
+    assert slots.waiting == 0
+
+
 async def test_closed_or_taken_slots_run_nothing_filed() -> None:
     loop = asyncio.get_running_loop()
     origin = -int(loop.time() * 1000)  # server time now: 0

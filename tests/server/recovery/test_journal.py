@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import cast
+
+import pytest
 
 from protocol.wire.messages import MoveAction
 from server.recovery.journal import RETRIES, Journal
@@ -205,6 +208,41 @@ async def test_busy_commits_follow_each_other_from_the_log_s_callbacks_not_the_t
         assert 5 <= journal.commits <= took / 0.005 + 1  # never two within a gap
         assert journal.entries_written == 120
         assert [index for index, _e, _d in await log.read("A")] == list(range(60))
+
+
+@pytest.mark.parametrize("polled", [True, False], ids=["polled", "not polled"])
+async def test_a_long_turn_of_the_loop_commits_and_sends_when_the_journal_is_polled(
+    file_store: RaceStore, polled: bool
+) -> None:
+    """A loop busy for 300 ms without turning (reading frames, as under a large crowd)
+    while a commit is under way: polled at each move, the journal takes up each commit
+    that ended and starts the next once its gap is over, so the answers go out during
+    the turn, each after its move is on disk; not polled, nothing goes out before the
+    turn ends."""
+    async with counted(file_store, commit_gap_s=0.01) as (log, journal):
+        socket = Socket(path_of(file_store))
+        journal.open("A")
+        journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
+        journal.hold_send(socket, 1)
+        await asyncio.sleep(0)  # the committer task hands the first group over: a chain
+        began, seq = time.perf_counter(), 1
+        while time.perf_counter() - began < 0.3:  # one turn of the loop
+            seq += 1
+            journal.record_move("A", "p1", seq, MoveAction.DRAW, None, seq)
+            journal.hold_send(socket, seq)
+            if polled:
+                journal.poll()
+            time.sleep(0.001)
+        during = list(socket.sent)
+        commits = journal.commits
+        await journal.flush()
+        assert [frame for frame, _ in socket.sent] == list(range(1, seq + 1))
+        assert all(durable >= cast(int, frame) for frame, durable in socket.sent)
+        if polled:
+            assert len(during) >= seq // 2 and 5 <= commits <= 0.3 / 0.01 + 2
+        else:
+            assert during == [] and commits <= 1
+        assert log.awaited == 0
 
 
 async def test_a_store_writer_s_turn_makes_the_commit_wait_for_it(file_store: RaceStore) -> None:
