@@ -23,10 +23,11 @@ does the same at once (a turn of the loop reads every ready socket before any
 callback or timer). An awaited append resumes the task one turn of the loop
 later, and a busy loop's turns are long: at 6,000 players, in one commit cycle
 of six, 15 ms on average passed between the frames of one commit going out and
-the next commit's start. The task itself starts each such chain after a quiet
-spell, and takes over a group that must be awaited: one with rooms to drop, one
-the log would not take so, and one whose submitted commit failed (the tries
-again).
+the next commit's start. The task starts the first chain; one with nothing to
+commit is parked, and the next input resumes it at the end of its gap (by the
+poll or a timer), not at the task's next turn. The task takes over a group that
+must be awaited: one with rooms to drop, one the log would not take so, and one
+whose submitted commit failed (the tries again).
 
 A log that keeps refusing is not allowed to stop the races: after
 :data:`RETRIES` the held outputs go out anyway, the rooms of the failed
@@ -137,6 +138,8 @@ class Journal:
         #: The submitted appends that ended (:meth:`poll` takes them up), and how.
         self._ended: Sized = getattr(log, "ended", ())
         self._take_ended: Callable[[], object] = getattr(log, "take_ended", lambda: None)
+        #: True while a chain has nothing to commit: the next input resumes it.
+        self._parked = False
         #: When :attr:`_timer` (the next commit's, at the end of its gap) is due.
         self._due = math.inf
         #: When the last commit began (:func:`time.monotonic`, as every time here: the
@@ -262,7 +265,19 @@ class Journal:
         if not self._woken:  # once per group
             self._woken = True
             self._idle.clear()
-            self._wake.set()
+            if self._parked:
+                self._resume()
+            else:
+                self._wake.set()
+
+    def _resume(self) -> None:
+        """The parked chain goes on with what just came: at the end of the gap, by its
+        timer or at the next :meth:`poll` (the hub's, once the move's answer is held)."""
+        self._parked = False
+        now = time.monotonic()
+        wait = max(0.0, self._last_start + self.commit_gap_s - now)
+        self._due = now + wait
+        self._timer = self._loop.call_later(wait, self._go_on)
 
     async def _run(self) -> None:
         loop = self._loop
@@ -290,6 +305,8 @@ class Journal:
                     self._release(held)
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
+            elif self._woken:  # an input resumed the chain that has now ended: go on
+                self._wake.set()
 
     def _take(self) -> _Group | None:
         """Everything recorded, held and dropped since the last commit began: the next
@@ -338,12 +355,19 @@ class Journal:
 
     def _go_on(self) -> None:
         """The next group of the chain: at once when the gap since the last commit began
-        is over, else at its end; the chain ends (the task takes over) when nothing
-        waits, when rooms are to be dropped, or once the journal is closing."""
+        is over, else at its end.  With nothing to commit the chain is parked, and the
+        next input resumes it (:meth:`_resume`) without waiting for the task's turn; it
+        ends (the task takes over) when rooms are to be dropped or the journal closes."""
         self._timer = None
         try:
-            if self._closed or self._drops or not (self._staged or self._held):
+            if self._closed or self._drops:
                 self._end_chain(None)
+                return
+            if not (self._staged or self._held):
+                end = self._chain_end
+                if end is not None and not end.done():
+                    self._parked = True
+                    self._idle.set()
                 return
             wait = self._last_start + self.commit_gap_s - time.monotonic()
             if wait > 0:

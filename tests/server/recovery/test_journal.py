@@ -245,6 +245,40 @@ async def test_a_long_turn_of_the_loop_commits_and_sends_when_the_journal_is_pol
         assert log.awaited == 0
 
 
+async def test_a_chain_with_nothing_left_is_parked_and_the_next_move_resumes_it_in_the_turn(
+    file_store: RaceStore,
+) -> None:
+    """After a quiet spell the next move is committed within the turn that brought it
+    (polled), not at the committer task's next turn; a room forgotten while the chain is
+    parked is dropped by the task all the same."""
+    async with counted(file_store, commit_gap_s=0.01) as (log, journal):
+        socket = Socket(path_of(file_store))
+        journal.open("A")
+        journal.open("B")
+        journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 1)
+        journal.record_move("B", "p2", 1, MoveAction.DRAW, None, 1)
+        journal.hold_send(socket, 1)
+        await journal.flush()
+        assert await log.rooms() == ["A", "B"]
+        await asyncio.sleep(0.03)  # quiet: the chain has nothing to commit, past its gap
+        journal.record_move("A", "p1", 2, MoveAction.DRAW, None, 2)
+        journal.hold_send(socket, 2)
+        began = time.perf_counter()
+        while len(socket.sent) < 2 and time.perf_counter() - began < 2.0:  # one turn
+            journal.poll()
+            time.sleep(0.001)
+        assert socket.sent == [(1, 2), (2, 3)]
+        assert log.awaited == 0 and log.submitted == journal.commits == 2
+        journal.forget("B")
+        await journal.flush()
+        assert await log.rooms() == ["A"]
+        journal.record_move("A", "p1", 3, MoveAction.DRAW, None, 3)
+        journal.hold_send(socket, 3)
+        await journal.flush()
+        assert socket.sent[-1] == (3, 3)  # B's entry is gone
+        assert [index for index, _e, _d in await log.read("A")] == [0, 1, 2]
+
+
 async def test_a_store_writer_s_turn_makes_the_commit_wait_for_it(file_store: RaceStore) -> None:
     """While one of the store's own writers has its turn the journal does not submit: it
     awaits the append, which waits behind the writer; nothing goes out before."""
