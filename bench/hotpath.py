@@ -10,7 +10,8 @@ feeds :meth:`~server.hub.Hub.fast_move` a recorded stream of move frames
 played by the load generator's greedy player (which undoes a run of 6 when
 stuck): about 17% plays, 37% draws and 46% undos, near the saturation run's
 15/35/50.  Each frame also gets what ``app`` does around the fast path (the
-clock and the rate-limit credit), and each answer is framed and written to a
+clock and the rate-limit credit; not the reader's poll of the journal and the flush
+slots, as the fanout runs the flushes itself), and each answer is framed and written to a
 byte sink by ``Connection.send``, so the figure is the server's CPU per move
 from frame bytes to answer bytes, without the socket's reads and writes.
 

@@ -752,10 +752,17 @@ class Hub:
             self.run(handle, outputs)
         if started:
             self._move_timed(started)
-        if journal is not None:
-            journal.poll()
-        self.flushes.poll(now_ms)
         return True
+
+    def poll(self, now_ms: int) -> None:
+        """Run now what the loop would run after its turn: a commit that ended, the next
+        commit once its gap is over (:meth:`Journal.poll`), and the flushes due
+        (:meth:`FlushSlots.poll`).  The reader calls it after each move it hands over: a
+        turn of the loop reads every ready socket before any callback or timer, and
+        under a large crowd one turn can read thousands of frames."""
+        if self.journal is not None:
+            self.journal.poll()
+        self.flushes.poll(now_ms)
 
     def _move_started(self) -> float:
         """Count a move; when it is one of the sampled ones, the time it started (else 0)."""

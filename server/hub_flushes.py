@@ -23,7 +23,7 @@ is flushed at the later slot's time, so its next flushes stay apart too.
 
 A turn of the event loop reads every socket that is ready before it runs any
 timer, and under a large crowd one turn can read thousands of frames: the hub
-also calls :meth:`FlushSlots.poll` at each move it answers, which runs the
+also calls :meth:`FlushSlots.poll` after each move it answers, which runs the
 slots due by then at once (their timers cancelled).
 
 A flush only sends: the hub does not log it (:class:`FlushDue` says why), so a

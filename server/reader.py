@@ -128,12 +128,19 @@ class ConnectionReader:
         # move_result is the same frame in every version (no field is newer than 1).
         if type(frame) is not bytes or not self.conn.encoding.binary:
             return False
+        hub = self.hub
         try:
-            return self.hub.fast_move(self.conn, frame, now)
+            if not hub.fast_move(self.conn, frame, now):
+                return False
         except Exception:
             logs.failure("handler_failed", conn=self.conn.conn_id, message=m.MoveRequest.TAG)
-            self.hub.error(self.conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
+            hub.error(self.conn, ErrorCode.INTERNAL_ERROR, ref=m.MoveRequest.TAG)
             return True
+        try:
+            hub.poll(now)  # the commits and flushes a long turn of the loop would hold
+        except Exception:
+            logs.failure("poll_failed", conn=self.conn.conn_id)
+        return True
 
     def on_frame(self, frame: bytes | str) -> CloseCode | None:
         """Handle one data frame; returns the close code when the connection must go."""

@@ -18,7 +18,7 @@ by :meth:`Journal._launch`, and the commits of a busy spell follow each other
 from its completion callback (:meth:`Journal._submitted`,
 :meth:`Journal._go_on`): the loop turn that learns a commit is on disk carries
 out what it held and hands over the next group, or sets a timer for the end of
-its gap; the hub also calls :meth:`Journal.poll` at every move it logs, which
+its gap; the hub also calls :meth:`Journal.poll` after each move it answers, which
 does the same at once (a turn of the loop reads every ready socket before any
 callback or timer). An awaited append resumes the task one turn of the loop
 later, and a busy loop's turns are long: at 6,000 players, in one commit cycle
@@ -240,7 +240,7 @@ class Journal:
         """Carry out now what the loop's next turn would: the outputs of a submitted
         commit that ended, and the next commit once its gap is over.
 
-        The hub calls it at every move it logs.  A turn of the loop reads every
+        The hub calls it after each move it answers.  A turn of the loop reads every
         socket that is ready before it runs a callback or a timer, and under a
         large crowd one turn can read thousands of frames: without this, the
         commits (and so the answers) wait for the end of the turn, the players
