@@ -140,8 +140,6 @@ class Journal:
         self._take_ended: Callable[[], object] = getattr(log, "take_ended", lambda: None)
         #: True while a chain has nothing to commit: the next input resumes it.
         self._parked = False
-        #: When :attr:`_timer` (the next commit's, at the end of its gap) is due.
-        self._due = math.inf
         #: When the last commit began (:func:`time.monotonic`, as every time here: the
         #: loop's own clock may be read once per turn): the next one waits for the gap.
         self._last_start = -math.inf
@@ -250,7 +248,8 @@ class Journal:
         if self._ended:
             self._take_ended()
         timer = self._timer
-        if timer is not None and time.monotonic() >= self._due:
+        # The timer pending is the next commit's, due at the end of its gap.
+        if timer is not None and time.monotonic() >= self._last_start + self.commit_gap_s:
             timer.cancel()
             self._go_on()
 
@@ -274,9 +273,7 @@ class Journal:
         """The parked chain goes on with what just came: at the end of the gap, by its
         timer or at the next :meth:`poll` (the hub's, once the move's answer is held)."""
         self._parked = False
-        now = time.monotonic()
-        wait = max(0.0, self._last_start + self.commit_gap_s - now)
-        self._due = now + wait
+        wait = max(0.0, self._last_start + self.commit_gap_s - time.monotonic())
         self._timer = self._loop.call_later(wait, self._go_on)
 
     async def _run(self) -> None:
@@ -371,7 +368,6 @@ class Journal:
                 return
             wait = self._last_start + self.commit_gap_s - time.monotonic()
             if wait > 0:
-                self._due = self._last_start + self.commit_gap_s
                 self._timer = self._loop.call_later(wait, self._go_on)
                 return
             group = self._take()
