@@ -64,10 +64,10 @@ GROUP: Final = "server.native"
 
 #: The hot path: its pure core (the layout and the engine, the fast codec, the race and
 #: room reducers, the spectators' boards, the input log's encoding), its transport (the
-#: connection's writes, the frame reader) and the shell between them (the hub's move and
-#: flush fast paths, the flushes' slots, the journal).  A compiled class's methods cannot
-#: be replaced, so the tests put failures in through what these modules are given (the
-#: input log, a room's state), never by patching them.
+#: connection's writes, the reads cut into frames, the frame reader) and the shell
+#: between them (the hub's move and flush fast paths, the flushes' slots, the journal).
+#: A compiled class's methods cannot be replaced, so the tests put failures in through
+#: what these modules are given (the input log, a room's state), never by patching them.
 #: The exact solver (the counting rule, the depth-first probes, the layered search and
 #: the solver around them) is compiled too: the deal workers run it beside the server, for
 #: the prepared pool, for a start that finds the pool empty and for every race's par.  Its
@@ -92,6 +92,7 @@ MODULES: Final = (
     "server.recovery.codec",
     "server.transport.connection",
     "server.transport.framing",
+    "server.transport.splitter",
     "server.reader",
     "server.hub",
     "server.hub_flushes",

@@ -1,2 +1,3 @@
 """The only code that touches aiohttp's internals: connections and their outboxes, frame
-writing, direct reads from aiohttp's parser, the heartbeat and client addresses."""
+writing, reads cut into frames and moves taken before aiohttp's queue, the heartbeat and
+client addresses."""

@@ -11,6 +11,12 @@ path) and only while the connection's read loop is parked in ``receive()``
 with nothing queued, so messages are still handled in the order they came.
 Everything else, control frames included, goes on aiohttp's queue as before.
 
+Once the WebSocket is open, a :class:`~server.transport.splitter.FrameSplitter`
+takes the socket's reads before aiohttp's request handler does: it offers a
+move to the same callback before aiohttp parses it, and hands aiohttp every
+other frame whole.  The queue's own offer stays for a connection the splitter
+cannot take over (aiohttp's heartbeat, a transport without ``set_protocol``).
+
 Parsing, unmasking, UTF-8 checks, size limits and the closing handshake stay
 aiohttp's, but its parser (which also serves clients, whose frames come
 unmasked) is wrapped in a :class:`MaskedReader` that follows the frame
@@ -31,6 +37,11 @@ from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
 from aiohttp.helpers import set_exception
 from aiohttp.http_websocket import WebSocketError
 
+from server.transport.splitter import FrameSplitter
+
+#: The splitter's largest frame when aiohttp has no limit (larger ones go through whole).
+DEFAULT_LIMIT = 1 << 20
+
 #: Takes a data frame's payload; True if it handled the frame, False to queue it.
 FrameHook = Callable[[bytes | str], bool]
 
@@ -40,13 +51,16 @@ class DirectQueue(WebSocketDataQueue):
 
     #: Set by the read loop while it waits in ``receive()``; None otherwise.
     hook: FrameHook | None = None
-    #: Frames the hook took (for the tests and for curiosity).
+    #: Frames the hook took (for the tests and for curiosity), here or by the splitter.
     taken: int = 0
+    #: False once a :class:`~server.transport.splitter.FrameSplitter` offers the frames.
+    offers: bool = True
 
     def feed_data(self, data: Any, size: int) -> None:
         hook = self.hook
         if (
             hook is not None
+            and self.offers
             and not self._buffer  # something is queued: this frame must wait its turn
             and (data.type is WSMsgType.BINARY or data.type is WSMsgType.TEXT)
             and hook(data.data)
@@ -121,6 +135,7 @@ class DirectResponse(web.WebSocketResponse):
 
     direct: DirectQueue | None = None
     masked: MaskedReader | None = None
+    splitter: FrameSplitter | None = None
 
     def stop_reading(self) -> None:
         """Parse nothing more: the server gave up on this peer (a flood must not be read
@@ -149,8 +164,20 @@ class DirectResponse(web.WebSocketResponse):
             if tail:
                 handler._payload_parser.feed_data(tail)
             return
+        transport = handler.transport
+        splitter = None
+        if callback is None and transport is not None and hasattr(transport, "set_protocol"):
+            # Whole frames from here on: the tail too goes through the splitter.
+            limit = self._max_msg_size or DEFAULT_LIMIT
+            splitter = FrameSplitter(handler, queue, parser, limit)
         handler._payload_parser = None
-        handler._message_tail = tail or b""
+        handler._message_tail = b"" if splitter is not None else tail or b""
         set_parser(parser, callback)
         self._reader, self._parser = queue, parser
         self.direct, self.masked = queue, parser
+        if splitter is not None:
+            queue.offers = False  # the splitter offers the frames, before aiohttp parses
+            transport.set_protocol(splitter)
+            self.splitter = splitter
+            if tail:
+                splitter.data_received(tail)

@@ -27,6 +27,7 @@ from protocol.wire.errors import CloseCode, ErrorCode
 from server.hub import Hub
 from server.transport.connection import Connection
 from server.transport.direct import DirectQueue, DirectResponse
+from server.transport.splitter import FrameSplitter
 from tests.serverutil import RunningServer, TestClient, open_room, running_server
 
 _OP_TEXT, _OP_BINARY, _OP_PING = 0x1, 0x2, 0x9
@@ -61,6 +62,7 @@ def direct_queue(conn: Connection) -> DirectQueue:
     assert isinstance(conn.ws, DirectResponse)
     queue = conn.ws.direct
     assert isinstance(queue, DirectQueue), "aiohttp's queue was not swapped"
+    assert isinstance(conn.ws.splitter, FrameSplitter), "the socket's reads are not split"
     return queue
 
 
