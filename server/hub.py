@@ -304,21 +304,21 @@ class Hub:
             frames = {}
             self._encoded = (message, frames)
         # Encoded now even when held (_put): the spectators' update reuses the progress bytes.
-        put = self._put
         sent = 0
         for conn in conns:
             frame = frames.get(conn.encoding)
             if frame is None:
                 frame = frames[conn.encoding] = _news(message, conn.encoding)
             if frame:
-                put(conn, frame)
+                self._put(conn, frame)
                 sent += 1
         self.metrics.hot.frames_sent += sent
 
     def _conns(self, player_ids: Iterable[str]) -> list[Connection]:
         found = []
+        lobby = self.lobby
         for pid in player_ids:
-            conn = self.lobby.conn_of(pid)
+            conn = lobby.conn_of(pid)
             if conn is not None and not conn.closed:
                 found.append(conn)
         return found
@@ -415,11 +415,11 @@ class Hub:
 
     def _seated_conns(self, room: Room) -> list[Connection]:
         """The open connections of ``room``'s connected players."""
-        conn_of = self.lobby.conn_of
+        lobby = self.lobby  # a method called on it is a native call; held bound, it is not
         conns = []
         for pid, seat in room.seats.items():
             if seat.connected:
-                conn = conn_of(pid)
+                conn = lobby.conn_of(pid)
                 if conn is not None and not conn.closed:
                     conns.append(conn)
         return conns
@@ -484,14 +484,13 @@ class Hub:
         """Send ``update`` to ``conns``, encoded once per encoding on the ``progress``
         bytes ``ready`` holds for that encoding, if any."""
         frames: dict[codec.Encoding, Frame] = {}
-        put = self._put  # held, like every frame, while what it shows is not logged
         for conn in conns:
             frame = frames.get(conn.encoding)
             if frame is None:
                 frame = frames[conn.encoding] = codec.encode_update(
                     update, conn.encoding, ready.get(conn.encoding)
                 )
-            put(conn, frame)
+            self._put(conn, frame)  # held, like every frame, while what it shows is not logged
         self.metrics.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
@@ -603,12 +602,13 @@ class Hub:
     def _flush_to_players(self, room: Room, progress: bytes) -> list[Connection]:
         """Send a flush's ``progress`` frame to the room's connected players of the current
         msgpack dialect; those of other dialects are returned."""
-        put, current = self._put, _CURRENT_MSGPACK
+        # Methods are called on self, never held bound: compiled, that is a native call.
+        current = _CURRENT_MSGPACK
         others: list[Connection] = []
         sent = 0
         for conn in self._seated_conns(room):
             if conn.encoding is current:
-                put(conn, progress)
+                self._put(conn, progress)
                 sent += 1
             else:
                 others.append(conn)
@@ -621,7 +621,7 @@ class Hub:
         """Send a flush to the room's spectators of the current msgpack dialect: its
         ``spectator_update`` to those that asked for one, else its ``progress`` and each
         board; those of other dialects are returned."""
-        put, current, ticking = self._put, _CURRENT_MSGPACK, self._ticking
+        current, ticking = _CURRENT_MSGPACK, self._ticking
         update: bytes | None = None
         separate: list[bytes] | None = None  # the progress, then each board
         others: list[Connection] = []
@@ -632,13 +632,13 @@ class Hub:
             elif conn in ticking:
                 if update is None:
                     update = update_msgpack(progress, boards)
-                put(conn, update)
+                self._put(conn, update)
                 sent += 1
             else:
                 if separate is None:
                     separate = [progress, *map(board_msgpack, boards)]
                 for frame in separate:
-                    put(conn, frame)
+                    self._put(conn, frame)
                 sent += len(separate)
         self.metrics.hot.frames_sent += sent
         return others

@@ -150,10 +150,20 @@ def encode_move(
 _MOVE_ACTION: Final = {action: f',"action":"{action.value}","position":' for action in m.MoveAction}
 
 
-@functools.lru_cache(maxsize=1 << 14)
+#: :func:`_move_head` by player, emptied when full (a dict, not ``functools.lru_cache``:
+#: compiled, its lookup is a native call and the cache's a Python one).
+_MOVE_HEADS: Final[dict[str, str]] = {}
+_MOVE_HEADS_MAX: Final = 1 << 15
+
+
 def _move_head(player_id: str) -> str:
     """An encoded move up to its ``seq``: the same for all of a player's moves."""
-    return f'{{"t":"moved","player_id":{_string(player_id)},"seq":'
+    head = _MOVE_HEADS.get(player_id)
+    if head is None:
+        if len(_MOVE_HEADS) >= _MOVE_HEADS_MAX:
+            _MOVE_HEADS.clear()
+        head = _MOVE_HEADS[player_id] = f'{{"t":"moved","player_id":{_string(player_id)},"seq":'
+    return head
 
 
 #: Player ids are letters and digits: most need no escaping at all.

@@ -55,7 +55,6 @@ from server.race.outputs import Logged
 from server.recovery import codec
 from server.recovery.log import Done, InputLog, Run
 
-_encode_move: Final = codec.encode_move
 _encode: Final = codec.encode
 #: Pauses before the tries of a refused append after the first.
 #: Typed: compiled (tools/native.py), a tuple constant of an inferred type is never set.
@@ -174,7 +173,7 @@ class Journal:
         """:meth:`record` of a :class:`~server.race.inputs.Moved` from its fields (the move
         fast path makes no input object)."""
         if room in self._next and not self._closed:
-            self._staged.append(_encode_move(player_id, seq, action, position, now_ms))
+            self._staged.append(codec.encode_move(player_id, seq, action, position, now_ms))
             self._staged_rooms.append(room)
             if not self._releasing:
                 self.holding = True

@@ -37,3 +37,16 @@ def test_a_move_is_written_as_the_generic_walk_writes_it(
     assert text == codec.encode_fields(move)
     assert text == codec.encode_move(player_id, seq, action, position, now_ms)
     assert codec.decode(text) == move
+
+
+def test_the_move_heads_of_more_players_than_are_kept_are_written_alike() -> None:
+    """The per-player start of an encoded move is kept for at most ``_MOVE_HEADS_MAX``
+    players; past that the keep is emptied and every move is still written right."""
+    count = codec._MOVE_HEADS_MAX + 10
+    for n in range(count):
+        move = inputs.Moved(f"p{n}", n, MoveAction.DRAW, None, n)
+        assert codec.encode(move) == codec.encode_fields(move)
+        assert len(codec._MOVE_HEADS) <= codec._MOVE_HEADS_MAX
+    assert 0 < len(codec._MOVE_HEADS) < count
+    first = inputs.Moved("p0", 1, MoveAction.PLAY, 3, 5)
+    assert codec.encode(first) == codec.encode_fields(first)
