@@ -451,10 +451,11 @@ class Journal:
     def _release(self, held: list[Any]) -> None:
         self._releasing = True
         self.holding = False
-        pairs = iter(held)
         try:
             with self.batch():
-                for target, frame in zip(pairs, pairs, strict=True):
+                # Indexed: compiled, a loop over a range of a list's indices is plain C.
+                for at in range(0, len(held), 2):
+                    target, frame = held[at], held[at + 1]
                     try:
                         if frame is _CALL:
                             target()
