@@ -63,9 +63,10 @@ BUILD_TEMP: Final = ROOT / "build" / "native" / "tmp"
 GROUP: Final = "server.native"
 
 #: The hot path: its pure core (the layout and the engine, the fast codec, the race and
-#: room reducers, the spectators' boards, the input log's encoding), its transport (the
-#: connection's writes, the reads cut into frames, the frame reader) and the shell
-#: between them (the hub's move and flush fast paths, the flushes' slots, the journal).
+#: room reducers and their small value types, the spectators' boards, the input log's
+#: encoding), its transport (the connection's writes, the reads cut into frames, the frame
+#: reader) and the shell between them (the hub's move and flush fast paths, the flushes'
+#: slots, the journal).
 #: A compiled class's methods cannot be replaced, so the tests put failures in through
 #: what these modules are given (the input log, a room's state), never by patching them.
 #: The exact solver (the counting rule, the depth-first probes, the layered search and
@@ -83,6 +84,7 @@ MODULES: Final = (
     "protocol.wire.fast",
     "server.race.race",
     "server.race.room",
+    "server.race.room_types",
     "server.race.race_cycle",
     "server.race.progress",
     "server.race.progress_flush",
