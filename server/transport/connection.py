@@ -147,7 +147,9 @@ class Connection:
         transport = self.transport
         if (
             transport is None
-            or self.ws.closed  # true from the start of a close: no data after the close frame
+            # True from the start of a close: no data after the close frame.  Read from
+            # aiohttp's attribute, not its property: a Python call per frame otherwise.
+            or self.ws._closed
             or transport.is_closing()
             or transport.get_write_buffer_size()
         ):
@@ -179,7 +181,7 @@ class Connection:
         # connection that wrote, each walked by the garbage collector's next collection.
         staged.clear()
         transport = self.transport
-        if transport is not None and not (self.closed or self.ws.closed or transport.is_closing()):
+        if transport is not None and not (self.closed or self.ws._closed or transport.is_closing()):
             transport.write(data)
 
     def ping(self, now_ms: int) -> None:

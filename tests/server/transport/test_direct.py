@@ -227,3 +227,17 @@ async def test_a_frame_inside_a_frame_cut_short_is_not_taken_for_a_move(tmp_path
         answers = await frames_until(ann, m.MoveResult, 1)
         assert [(type(a), a.seq) for a in answers] == [(m.Error, None), (m.MoveResult, 1)]
         assert isinstance(answers[0], m.Error) and answers[0].ref == "ping"
+
+
+async def test_the_writes_read_aiohttps_closed_flag_as_its_property_says(tmp_path: Path) -> None:
+    """A connection's writes read ``ws._closed`` (not the ``closed`` property) to write
+    nothing after a close frame: both say the same from the open to the close."""
+    async with racing(tmp_path) as (server, ann):
+        ws = server_side(server.hub, ann).ws
+        assert ws._closed is ws.closed is False
+        await ann.ws.close()
+        for _ in range(100):
+            if ws.closed:
+                break
+            await asyncio.sleep(0.02)
+        assert ws._closed is ws.closed is True
