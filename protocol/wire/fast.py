@@ -309,10 +309,14 @@ def _parse_move_map(frame: bytes) -> tuple[int, m.MoveAction, int | None] | None
     if action is None or len(wire) != (4 if "position" in wire else 3):
         return None
     if position is None:
-        return None if action is m.MoveAction.PLAY else (seq, action, None)
-    if type(position) is not int or not 0 <= position <= 255 or action is not m.MoveAction.PLAY:
+        return None if action is _PLAY else (seq, action, None)
+    if type(position) is not int or not 0 <= position <= 255 or action is not _PLAY:
         return None
     return seq, action, position
+
+
+#: Read once: compiled, ``m.MoveAction.PLAY`` in a function is three attribute lookups.
+_PLAY: Final = m.MoveAction.PLAY
 
 
 # ---- a progress flush's frames, from rows ----------------------------------------

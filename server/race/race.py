@@ -143,9 +143,9 @@ class Racer:
     @property
     def is_done(self) -> bool:
         """True when nothing this player can do changes the race any more."""
-        if self.status is PlayerStatus.STUCK:
+        if self.status is _STUCK:
             return not self.game.allow_undo
-        return self.status is not PlayerStatus.RACING
+        return self.status is not _RACING
 
     def view(self) -> PlayerView:
         """What this player sees."""
@@ -402,7 +402,9 @@ class Race:
 
 
 _PLAY, _DRAW = MoveAction.PLAY, MoveAction.DRAW
+#: Enum members read once: compiled, ``PlayerStatus.RACING`` in a function is a lookup.
 _RACING: Final = PlayerStatus.RACING
+_STUCK: Final = PlayerStatus.STUCK
 _PLAYING: Final = Status.PLAYING
 
 
