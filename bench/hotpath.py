@@ -90,7 +90,11 @@ class _Sink:
 
 
 class _OpenSocket:
+    """The WebSocket response as a connection's writes read it (``closed``, and aiohttp's
+    ``_closed`` flag behind it)."""
+
     closed = False
+    _closed = False
 
 
 class _Seat:
