@@ -588,25 +588,39 @@ class Hub:
         feed = handle.feed
         if lines is None or handle.writing or handle.tick or not feed.keeps_marks(*_FLUSH_KINDS):
             return False
-        room = handle.room
         progress = progress_msgpack(elapsed, lines)
-        players = self._flush_to_players(room, progress)
+        self._members(handle)
+        players = self._flush_to_players(handle, progress)
         feed.mark("progress")
         for row in boards:
             feed.mark("board:" + row[0])
-        spectators = self._flush_to_spectators(room, progress, boards) if room.spectators else []
+        spectators = self._flush_to_spectators(handle, progress, boards) if handle.watching else []
         if players or spectators:
             self._flush_as_messages(players, spectators, elapsed, lines, boards)
         return True
 
-    def _flush_to_players(self, room: Room, progress: bytes) -> list[Connection]:
+    def _members(self, handle: RoomHandle) -> None:
+        """Bring ``handle.seated`` and ``handle.watching`` up to date: the open connections
+        of the room's connected players and of its spectators, kept while neither the
+        room's version (every change of its members moves it) nor the lobby's epoch (every
+        change of a player's connection moves it) moves.  A flush then looks up no player."""
+        room, epoch = handle.room, self.lobby.epoch
+        if handle.members_version != room.version or handle.members_epoch != epoch:
+            handle.seated = self._seated_conns(room)
+            handle.watching = self._conns(room.spectators)
+            handle.members_version, handle.members_epoch = room.version, epoch
+
+    def _flush_to_players(self, handle: RoomHandle, progress: bytes) -> list[Connection]:
         """Send a flush's ``progress`` frame to the room's connected players of the current
-        msgpack dialect; those of other dialects are returned."""
+        msgpack dialect (``handle.seated``, :meth:`_members`); those of other dialects are
+        returned."""
         # Methods are called on self, never held bound: compiled, that is a native call.
         current = _CURRENT_MSGPACK
         others: list[Connection] = []
         sent = 0
-        for conn in self._seated_conns(room):
+        for conn in handle.seated:
+            if conn.closed:
+                continue
             if conn.encoding is current:
                 self._put(conn, progress)
                 sent += 1
@@ -616,17 +630,20 @@ class Hub:
         return others
 
     def _flush_to_spectators(
-        self, room: Room, progress: bytes, boards: list[BoardRow]
+        self, handle: RoomHandle, progress: bytes, boards: list[BoardRow]
     ) -> list[Connection]:
-        """Send a flush to the room's spectators of the current msgpack dialect: its
-        ``spectator_update`` to those that asked for one, else its ``progress`` and each
-        board; those of other dialects are returned."""
+        """Send a flush to the room's spectators of the current msgpack dialect
+        (``handle.watching``, :meth:`_members`): its ``spectator_update`` to those that asked
+        for one, else its ``progress`` and each board; those of other dialects are
+        returned."""
         current, ticking = _CURRENT_MSGPACK, self._ticking
         update: bytes | None = None
         separate: list[bytes] | None = None  # the progress, then each board
         others: list[Connection] = []
         sent = 0
-        for conn in self._conns(room.spectators):
+        for conn in handle.watching:
+            if conn.closed:
+                continue
             if conn.encoding is not current:
                 others.append(conn)
             elif conn in ticking:

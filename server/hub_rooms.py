@@ -48,6 +48,13 @@ class RoomHandle:
     tick_old: list[Connection] = field(default_factory=list)
     #: Another node holds the room now (cluster mode): nothing of it may go out from here.
     fenced: bool = False
+    #: The connections of the room's connected players and of its spectators, as they
+    #: were at the room's ``version`` and the lobby's ``epoch`` noted (``Hub._members``);
+    #: one may have closed since.
+    seated: list[Connection] = field(default_factory=list)
+    watching: list[Connection] = field(default_factory=list)
+    members_version: int = -1
+    members_epoch: int = -1
 
 
 class Shell(Protocol):

@@ -79,17 +79,7 @@ class Router:
         """Room ``code`` is another node's now: forget it and its sessions here, and close
         its members' connections (they reconnect, and are sent to the new owner)."""
         conns = self.shell.drop_room(code)
-        lobby = self.shell.lobby
-        for token, session in list(lobby.sessions.items()):
-            if session.room == code:
-                del lobby.sessions[token]
-                lobby.by_player.pop(session.identity.player_id, None)
-                if session.conn is not None:
-                    lobby.by_conn.pop(session.conn, None)
-        for digest, session in list(lobby.restored.items()):
-            if session.room == code:
-                del lobby.restored[digest]
-                lobby.by_player.pop(session.identity.player_id, None)
+        self.shell.lobby.drop_sessions(code)
         for conn in conns:
             # At once: nothing held for this room may reach them from here any more.
             conn.give_up(CloseCode.TRY_AGAIN_LATER, "the room moved to another node", linger_s=0.2)

@@ -116,6 +116,10 @@ class Lobby(Generic[C]):
         self.by_conn: dict[C, Session[C]] = {}
         #: Sessions rebuilt after a restart, by token digest, until their token comes back.
         self.restored: dict[str, Session[C]] = {}
+        #: Moves on whenever the connection a player speaks through may have changed (a
+        #: session made, resumed, dropped or forgotten): the hub keeps each room's
+        #: connections (:meth:`conn_of` of its members) until it moves or the room changes.
+        self.epoch = 0
         self._created: Counter[C] = Counter()
         self._summaries = Summaries(LISTED_ROOMS)
 
@@ -174,6 +178,7 @@ class Lobby(Generic[C]):
             outputs.append(Replace(session.conn))
         session.conn = conn
         self.by_conn[conn] = session
+        self.epoch += 1
         who = session.identity
         welcome = m.Welcome(
             who.player_id, who.name, session.token, resumed, hello.version, SERVER_VERSION
@@ -207,6 +212,7 @@ class Lobby(Generic[C]):
         if session is None or session.conn is not conn:
             return []
         session.conn = None
+        self.epoch += 1
         room = self.rooms.get(session.room) if session.room else None
         if room is None:
             self._forget_session(session)
@@ -226,6 +232,7 @@ class Lobby(Generic[C]):
         return [Retune(session.conn, m.Role.PLAYER)]
 
     def _forget_session(self, session: Session[C]) -> None:
+        self.epoch += 1
         self.sessions.pop(session.token, None)
         if session.digest is not None:
             self.restored.pop(session.digest, None)
@@ -291,10 +298,26 @@ class Lobby(Generic[C]):
             session: Session[C] = Session(identity, "", room=room.code, digest=digest)
             self.restored[digest] = session
             self.by_player[identity.player_id] = session
+        self.epoch += 1
 
     def forget_room(self, code: str) -> None:
         """Room ``code`` closed: its code is free again."""
         self.rooms.pop(code, None)
+
+    def drop_sessions(self, code: str) -> None:
+        """Forget the sessions of room ``code``'s members, rebuilt ones included (another
+        node holds the room now: they reconnect there)."""
+        for token, session in list(self.sessions.items()):
+            if session.room == code:
+                del self.sessions[token]
+                self.by_player.pop(session.identity.player_id, None)
+                if session.conn is not None:
+                    self.by_conn.pop(session.conn, None)
+        for digest, session in list(self.restored.items()):
+            if session.room == code:
+                del self.restored[digest]
+                self.by_player.pop(session.identity.player_id, None)
+        self.epoch += 1
 
     def _session(self, conn: C) -> Session[C]:
         session = self.by_conn.get(conn)
