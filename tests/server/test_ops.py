@@ -207,12 +207,18 @@ async def _start_subprocess(
         process_group=0 if own_group else None,
     )
     assert proc.stderr is not None
-    while True:
-        line = await asyncio.wait_for(proc.stderr.readline(), 30)
-        assert line, "tripeaks-server exited before it started"
-        event = json.loads(line)
-        if event["event"] == "server_started":
-            return proc, event, db
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            assert line, "tripeaks-server exited before it started"
+            event = json.loads(line)
+            if event["event"] == "server_started":
+                return proc, event, db
+    except BaseException:  # a start that failed the test must not leave a server running
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
 
 
 async def test_sigterm_during_a_race_tells_clients_keeps_the_race_and_exits_cleanly(
