@@ -45,6 +45,8 @@ import time
 from collections.abc import Callable
 from typing import Final, cast
 
+from server.transport.framing import frame_extent
+
 _GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONTINUATION, OP_TEXT, OP_BINARY = 0x0, 0x1, 0x2
 OP_CLOSE, OP_PING, OP_PONG = 0x8, 0x9, 0xA
@@ -173,28 +175,20 @@ class WireClient(asyncio.Protocol):
 
     def _read_frames(self) -> None:
         buf = self._buffer
+        data = bytes(buf)  # the frames at hand, each payload sliced from it as bytes
         pos = 0
-        size = len(buf)
-        while size - pos >= 2:
-            first, second = buf[pos], buf[pos + 1]
-            length = second & 0x7F
-            head = 2
-            if length == 126:
-                if size - pos < 4:
-                    break
-                length = (buf[pos + 2] << 8) | buf[pos + 3]
-                head = 4
-            elif length == 127:
-                if size - pos < 10:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
-                head = 10
+        size = len(data)
+        while True:
+            head, length = frame_extent(data, pos, size)
+            if not head:
+                break
+            first, second = data[pos], data[pos + 1]
             if second & 0x80 or length > MAX_FRAME or not first & 0x80:
                 self._fail("masked, oversized or fragmented frame from the server")
                 return
             if size - pos < head + length:
                 break
-            payload = bytes(buf[pos + head : pos + head + length])
+            payload = data[pos + head : pos + head + length]
             pos += head + length
             self._on_frame(first & 0x0F, payload)
         if pos:

@@ -37,6 +37,7 @@ from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
 from aiohttp.helpers import set_exception
 from aiohttp.http_websocket import WebSocketError
 
+from server.transport.framing import frame_extent
 from server.transport.splitter import FrameSplitter
 
 #: The splitter's largest frame when aiohttp has no limit (larger ones go through whole).
@@ -107,22 +108,13 @@ class MaskedReader(WebSocketReader):
         if self.head:
             data, self.head = self.head + data, b""
         pos, end = self.left, len(data)
-        while pos < end:
-            if end - pos < 2:
-                break
-            second = data[pos + 1]
-            if not second & 0x80:
+        while end - pos >= 2:
+            if not data[pos + 1] & 0x80:
                 return False
-            size, header = second & 0x7F, 2
-            if size == 126:
-                header = 4
-                size = int.from_bytes(data[pos + 2 : pos + 4]) if end - pos >= 4 else -1
-            elif size == 127:
-                header = 10
-                size = int.from_bytes(data[pos + 2 : pos + 10]) if end - pos >= 10 else -1
-            if size < 0:
+            header, size = frame_extent(data, pos, end)
+            if not header:
                 break
-            pos += header + 4 + size  # the mask key, then the payload
+            pos += header + size  # the header and mask key, then the payload
         if pos < end:  # a header cut short: keep it for the next read
             self.head, self.left = data[pos:], 0
         else:

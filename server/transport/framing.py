@@ -44,6 +44,29 @@ def frame_header(opcode: int, size: int) -> bytes:
     return _HEADERS[opcode][size] if size < _TABLED else _header(opcode, size)
 
 
+def frame_extent(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The frame whose header starts at ``data[pos]`` (RFC 6455, 5.2), of either side:
+    the length of its header, mask key included, and of its payload; ``(0, 0)`` while
+    its length is cut short (the bytes at hand stop at ``end``).  Whether the mask key
+    and the payload are at hand is the caller's to check."""
+    if end - pos < 2:
+        return 0, 0
+    second = data[pos + 1]
+    size = second & 0x7F
+    header = 2
+    if size == 126:
+        if end - pos < 4:
+            return 0, 0
+        size, header = data[pos + 2] << 8 | data[pos + 3], 4
+    elif size == 127:
+        if end - pos < 10:
+            return 0, 0
+        size, header = int.from_bytes(data[pos + 2 : pos + 10], "big"), 10
+    if second & 0x80:
+        header += 4
+    return header, size
+
+
 def close_frame(code: int, reason: bytes = b"") -> bytes:
     """A whole server close frame: ``code`` and at most 123 bytes of ``reason`` (5.5.1)."""
     payload = struct.pack("!H", code) + reason[:123]

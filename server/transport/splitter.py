@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from server.transport.framing import frame_extent
+
 #: A final binary frame without extension bits: the only kind offered to the hook.
 _FINAL_BINARY: Final = 0x82
 _MASKED: Final = 0x80
@@ -78,20 +80,11 @@ class FrameSplitter:
             return
         end = len(data)
         pos = passed = 0  # the next frame; the first byte not handed on yet
-        while end - pos >= 2:
+        while True:
+            header, size = frame_extent(data, pos, end)
+            if not header:
+                break
             first, second = data[pos], data[pos + 1]
-            size = second & 0x7F
-            header = 2
-            if size == 126:
-                if end - pos < 4:
-                    break
-                size, header = data[pos + 2] << 8 | data[pos + 3], 4
-            elif size == 127:
-                if end - pos < 10:
-                    break
-                size, header = int.from_bytes(data[pos + 2 : pos + 10], "big"), 10
-            if second & _MASKED:
-                header += 4
             if size >= self.limit:
                 self.piped = True
                 break

@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from server.transport.framing import frame_extent
 from server.transport.splitter import FrameSplitter, unmask
 
 
@@ -176,3 +177,16 @@ def test_no_hook_while_the_read_loop_is_busy_queues_the_move() -> None:
 def test_unmask_is_the_xor_with_the_key_repeated(payload: bytes, key: bytes) -> None:
     masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
     assert unmask(b"ab" + key + masked, 2, len(payload)) == payload
+
+
+def test_a_frames_extent_is_known_once_its_length_is_at_hand() -> None:
+    for masked in (True, False):
+        for size in (0, 125, 126, 65535, 65536):
+            raw = b"pad" + frame(b"x" * size, masked=masked)
+            length_end = 2 if size < 126 else 4 if size < 65536 else 10
+            header = length_end + 4 * masked
+            assert header == len(raw) - 3 - size
+            for cut in range(3, 3 + length_end):
+                assert frame_extent(raw, 3, cut) == (0, 0), (masked, size, cut)
+            for cut in (3 + length_end, len(raw)):
+                assert frame_extent(raw, 3, cut) == (header, size), (masked, size, cut)
