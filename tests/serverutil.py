@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import json
+import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,6 +262,34 @@ async def connect(
             m.Hello(name=name, version=enc.version, token=token, bot=bot), m.Welcome
         )
     return client
+
+
+async def spawn_server(
+    env: Mapping[str, str], *, timeout: float = 30, own_group: bool = False
+) -> tuple[asyncio.subprocess.Process, dict[str, Any]]:
+    """``tripeaks-server`` run with ``env``, once its ``server_started`` line is out: the
+    process and that line.  Its stdout goes nowhere (nothing it starts may hold a test pipe
+    open); its stderr is a pipe, every line of it JSON.  ``own_group`` starts it in a process
+    group of its own, as a terminal does.  A server whose start fails the test is killed
+    first, so none is left running."""
+    exe = Path(sys.executable).with_name("tripeaks-server")
+    proc = await asyncio.create_subprocess_exec(
+        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
+        process_group=0 if own_group else None,
+    )
+    assert proc.stderr is not None
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stderr.readline(), timeout)
+            assert line, "tripeaks-server exited before it started"
+            event: dict[str, Any] = json.loads(line)
+            if event["event"] == "server_started":
+                return proc, event
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
 
 
 # ---- race helpers --------------------------------------------------------------

@@ -22,7 +22,7 @@ from server.storage.store import RaceStore
 from tests import pgutil
 from tests.server.storage.diskfull import ROOMY, fill, limit_log_pages, limit_pages
 from tests.server.test_ops import LINE, SEED, get_json
-from tests.serverutil import TestClient, move_request, open_room, running_server
+from tests.serverutil import TestClient, move_request, open_room, running_server, spawn_server
 
 #: Races ended at once before the server is killed.
 RACES = 10
@@ -49,19 +49,9 @@ async def server_process(
         "TRIPEAKS_DEALS_AHEAD": "0",
         "TRIPEAKS_CONNECT_BURST": "1000",
     }
-    exe = Path(sys.executable).with_name("tripeaks-server")
-    proc = await asyncio.create_subprocess_exec(
-        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    proc, started = await spawn_server(env)
     assert proc.stderr is not None
     try:
-        while True:
-            line = await asyncio.wait_for(proc.stderr.readline(), 30)
-            assert line, "tripeaks-server exited before it started"
-            started = json.loads(line)
-            if started["event"] == "server_started":
-                break
         # Keep reading, so a full pipe never stalls the server.
         drain = asyncio.create_task(proc.stderr.read())
         yield proc, int(started["port"])

@@ -22,7 +22,7 @@ from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode
 from server.config import SettingsError, from_env, parse
 from server.storage.store import RaceStore
-from tests.serverutil import TestClient, move_request, open_room, running_server
+from tests.serverutil import TestClient, move_request, open_room, running_server, spawn_server
 
 SEED = "42"
 LINE = deal_for_seed(SEED, Rules()).solution
@@ -200,25 +200,8 @@ async def _start_subprocess(
         "TRIPEAKS_DEAL_WORKERS": "1",
         "TRIPEAKS_DEALS_AHEAD": "0",
     }
-    exe = Path(sys.executable).with_name("tripeaks-server")
-    # stdout goes nowhere: nothing the server starts may hold a test pipe open.
-    proc = await asyncio.create_subprocess_exec(
-        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
-        process_group=0 if own_group else None,
-    )
-    assert proc.stderr is not None
-    try:
-        while True:
-            line = await asyncio.wait_for(proc.stderr.readline(), 30)
-            assert line, "tripeaks-server exited before it started"
-            event = json.loads(line)
-            if event["event"] == "server_started":
-                return proc, event, db
-    except BaseException:  # a start that failed the test must not leave a server running
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        raise
+    proc, event = await spawn_server(env, own_group=own_group)
+    return proc, event, db
 
 
 async def test_sigterm_during_a_race_tells_clients_keeps_the_race_and_exits_cleanly(

@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import socket
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -23,7 +22,14 @@ from protocol.wire.errors import CloseCode
 from server.race.lobby import token_digest
 from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore, StorageError
-from tests.serverutil import TestClient, connect, move_request, open_room, running_server
+from tests.serverutil import (
+    TestClient,
+    connect,
+    move_request,
+    open_room,
+    running_server,
+    spawn_server,
+)
 
 SEED = "42"
 LINE = deal_for_seed(SEED, Rules()).solution
@@ -42,17 +48,10 @@ async def start(db: str, port: int, data: Path) -> asyncio.subprocess.Process:
         "TRIPEAKS_DEAL_WORKERS": "1", "TRIPEAKS_DEALS_AHEAD": "0",
         "TRIPEAKS_ADDRESS_PLAYERS": "100", "TRIPEAKS_CONNECT_BURST": "1000",
     }
-    exe = Path(sys.executable).with_name("tripeaks-server")
-    proc = await asyncio.create_subprocess_exec(
-        str(exe), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
-    )
+    proc, _started = await spawn_server(env, timeout=60)
     assert proc.stderr is not None
-    while True:
-        line = await asyncio.wait_for(proc.stderr.readline(), 60)
-        assert line, "tripeaks-server exited before it started"
-        if b'"server_started"' in line:
-            asyncio.get_running_loop().create_task(_drain(proc.stderr))
-            return proc
+    asyncio.get_running_loop().create_task(_drain(proc.stderr))
+    return proc
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:
