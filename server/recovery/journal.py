@@ -248,7 +248,7 @@ class Journal:
             self._take_ended()
         timer = self._timer
         # The timer pending is the next commit's, due at the end of its gap.
-        if timer is not None and time.monotonic() >= self._last_start + self.commit_gap_s:
+        if timer is not None and self._gap_left() <= 0:
             timer.cancel()
             self._go_on()
 
@@ -268,18 +268,22 @@ class Journal:
             else:
                 self._wake.set()
 
+    def _gap_left(self) -> float:
+        """Seconds until the next commit may begin (the gap after the last one's start)."""
+        return self._last_start + self.commit_gap_s - time.monotonic()
+
     def _resume(self) -> None:
         """The parked chain goes on with what just came: at the end of the gap, by its
         timer or at the next :meth:`poll` (the hub's, once the move's answer is held)."""
         self._parked = False
-        wait = max(0.0, self._last_start + self.commit_gap_s - time.monotonic())
+        wait = max(0.0, self._gap_left())
         self._timer = self._loop.call_later(wait, self._go_on)
 
     async def _run(self) -> None:
         loop = self._loop
         while True:
             await self._wake.wait()
-            pause = self._last_start + self.commit_gap_s - time.monotonic()
+            pause = self._gap_left()
             if pause > 0:
                 await asyncio.sleep(pause)  # what comes meanwhile joins this commit
             group = self._take()
@@ -365,7 +369,7 @@ class Journal:
                     self._parked = True
                     self._idle.set()
                 return
-            wait = self._last_start + self.commit_gap_s - time.monotonic()
+            wait = self._gap_left()
             if wait > 0:
                 self._timer = self._loop.call_later(wait, self._go_on)
                 return
