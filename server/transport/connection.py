@@ -145,14 +145,7 @@ class Connection:
             staged.append(frame)
             return True
         transport = self.transport
-        if (
-            transport is None
-            # True from the start of a close: no data after the close frame.  Read from
-            # aiohttp's attribute, not its property: a Python call per frame otherwise.
-            or self.ws._closed
-            or transport.is_closing()
-            or transport.get_write_buffer_size()
-        ):
+        if transport is None or transport.get_write_buffer_size():
             return False
         if isinstance(frame, str):
             data = frame.encode()
@@ -163,12 +156,18 @@ class Connection:
             data = frame
         batch = self.batch
         if batch.depth:
+            # Whether the socket is still open is asked once, when the batch writes
+            # (write_staged), not for each frame it holds.
             if not staged:
                 batch.staged.append(self)
             staged.append(header)
             staged.append(data)
-        else:
-            transport.write(header + data)
+            return True
+        # True from the start of a close: no data after the close frame.  Read from
+        # aiohttp's attribute, not its property: a Python call per frame otherwise.
+        if self.ws._closed or transport.is_closing():
+            return False
+        transport.write(header + data)
         return True
 
     def write_staged(self) -> None:
@@ -176,7 +175,8 @@ class Connection:
         staged = self.staged
         if not staged:  # written already (WriteBatch.write_now), or nothing held back
             return
-        data = b"".join(staged)
+        # Mostly one frame (its header and its payload): two pieces are joined as a pair.
+        data = staged[0] + staged[1] if len(staged) == 2 else b"".join(staged)
         # Emptied, not replaced: a new list per write would be a young object of every
         # connection that wrote, each walked by the garbage collector's next collection.
         staged.clear()

@@ -135,3 +135,27 @@ async def test_a_socket_written_first_is_not_written_again_at_the_end_of_the_bat
     assert await _read(far_other, len(_framed(b"one"))) == _framed(b"one")
     for far in (far_first, far_other):
         far.close()
+
+
+async def test_a_batch_writes_nothing_to_a_socket_whose_close_began_before_it_ended() -> None:
+    """Whether a socket is still open is asked when the batch writes, not when a frame is
+    staged: a close begun in between (aiohttp's, or the transport's) drops what the batch
+    held for that socket, and only for it."""
+    batch, order = WriteBatch(), list[str]()
+    closing_ws, far_ws = await _conn("closing_ws", batch, order)
+    closing_transport, far_transport = await _conn("closing_transport", batch, order)
+    open_, far_open = await _conn("open", batch, order)
+    with batch:
+        for conn in (closing_ws, closing_transport, open_):
+            conn.send(b"one")
+            conn.send(b"two")
+        closing_ws.ws._closed = True  # what aiohttp sets at the start of its close
+        assert closing_transport.transport is not None
+        closing_transport.transport.close()
+        assert order == []
+    assert order == ["open"]
+    assert await _read(far_open, len(_framed(b"one", b"two"))) == _framed(b"one", b"two")
+    assert await _read(far_ws, 0) == b""
+    assert await _read(far_transport, 0) == b""
+    for far in (far_ws, far_transport, far_open):
+        far.close()
