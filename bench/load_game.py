@@ -131,6 +131,26 @@ def move_wire_frame(seq: int, action: int, position: int | None) -> bytes:
     return parts[len(packed)] + packed + parts[0]
 
 
+def peek_tag(frame: bytes) -> str | None:
+    """The tag of a msgpack server frame whose map begins with its ``"t"`` (as the codec and
+    the server's fast encoders write every frame), read from the bytes; else ``None``.
+
+    Most frames a generator gets (the racers' ``progress``) have no reader here: knowing
+    the tag spares unpacking them, which cost the generator about a fifth of its core at
+    10,000 players.
+    """
+    if not frame:
+        return None
+    at = 1 if 0x80 <= frame[0] <= 0x8F else 3 if frame[0] == 0xDE else 0  # fixmap, map 16
+    if not at or frame[at : at + 2] != b"\xa1t" or len(frame) < at + 3:
+        return None
+    size = frame[at + 2] - 0xA0  # a fixstr: every tag is shorter than 32 bytes
+    start = at + 3
+    if not 0 <= size < 32 or len(frame) < start + size:
+        return None
+    return frame[start : start + size].decode("ascii", "replace")
+
+
 class SetupError(RuntimeError):
     """The server refused or dropped something while the load was being set up."""
 
@@ -177,6 +197,10 @@ class Conn:
             if answer is not None:
                 on_answer(answer)
                 return
+        if not self.waiters:
+            peeked = peek_tag(data)
+            if peeked is not None and peeked != "move_result" and peeked not in self.handlers:
+                return  # no one reads it: counted, not unpacked
         decoded = msgpack.unpackb(data)
         tag = decoded["t"]
         if tag == "move_result" and on_answer is not None:

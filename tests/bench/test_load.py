@@ -20,16 +20,19 @@ import aiohttp
 import psutil
 import pytest
 from aiohttp import web
+from hypothesis import HealthCheck, given, settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.echo_server import make_app
 from bench.load import burst_figures
-from bench.load_game import move_frame
+from bench.load_game import move_frame, peek_tag
 from bench.load_run import WindowResult, log_figures, parse_log_figures
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol.wire import codec
 from protocol.wire import messages as m
+from protocol.wire.fast import progress_msgpack, update_msgpack
+from tests.protocol.wire.test_codec_roundtrip import message_strategy
 from tests.serverutil import move_request, open_room, running_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,6 +216,25 @@ def test_the_generators_move_frames_are_the_codecs_bytes() -> None:
     ]:
         expected = codec.encode_msgpack(m.MoveRequest(seq, action, position))
         assert move_frame(seq, action, position) == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message_strategy(tuple(m.SERVER_MESSAGES.values())))
+def test_the_generator_reads_the_tag_of_every_server_frame_from_its_bytes(message: object) -> None:
+    """The generator skips unpacking frames by the tag it peeks: it must be the frame's."""
+    assert peek_tag(codec.encode_msgpack(message)) == message.TAG  # type: ignore[attr-defined]
+
+
+def test_the_generator_peeks_the_fast_encoders_tags_and_nothing_of_other_maps() -> None:
+    row = ("p1", 3, 20, 5, 0, m.PlayerStatus.RACING, 900, True)
+    progress = progress_msgpack(900, (row,))
+    assert peek_tag(progress) == "progress"
+    assert peek_tag(update_msgpack(progress, ())) == "spectator_update"
+    assert peek_tag(update_msgpack(None, ())) == "spectator_update"
+    # Not a map led by "t": left to the full decoder.
+    for other in (b"", b"\x81", b"\x81\xa1x\xa1y", b"\x91\xa1t", b"\x81\xa1t\x01",
+                  b"\x81\xa1t\xa5prog", b"\xde\x00", b"\xde\x00\x10\xa1t"):
+        assert peek_tag(other) is None
 
 
 def _histogram(text: str, name: str, bound: str) -> tuple[int, int]:
