@@ -11,6 +11,7 @@ raised as :class:`RedisUnavailable`, with the reason in words.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -196,17 +197,14 @@ class Directory:
         ))
 
     # ---- input logs ---------------------------------------------------------------
-    async def append(self, groups: Sequence[tuple[str, str, Sequence[tuple[int, int, str]]]]
-                     ) -> list[str]:
-        """Append each ``(room, owner value, entries)`` group whose room is still held as
-        expected, in one script; the codes of the rooms fenced out (nothing of theirs is
-        written)."""
-        args: list[str | int] = [keys.PREFIX]
-        for code, value, entries in groups:
-            args += [code, value, len(entries)]
-            for index, epoch, data in entries:
-                args += [index, epoch, data]
-        return [str(code) for code in await self._run(self._append(args=args))]
+    async def append(self, runs: Sequence[tuple[str, str, int, int, Sequence[str]]]) -> list[str]:
+        """Append each run ``(room, owner value, epoch, first index, entries' data)`` whose
+        room is still held as expected, in one script; the codes of the rooms fenced out
+        (nothing of theirs is written)."""
+        blob = json.dumps([[code, value, epoch, first, list(data)]
+                           for code, value, epoch, first, data in runs],
+                          ensure_ascii=False, separators=(",", ":"))
+        return [str(code) for code in await self._run(self._append(args=[keys.PREFIX, blob]))]
 
     async def read_log(self, code: str) -> list[tuple[int, int, str]]:
         """Room ``code``'s log: ``(index, epoch, data)`` in order."""

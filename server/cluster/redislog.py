@@ -50,26 +50,32 @@ class RedisInputLog:
 
     async def append(self, runs: Sequence[Run]) -> None:
         """Write every entry of a room this node still holds; fence out the others."""
-        groups: dict[str, list[tuple[int, int, str]]] = {}
+        held: list[tuple[str, str, int, int, Sequence[str]]] = []
+        fenced: list[str] = []
+        entries: dict[str, int] = {}
         for run in runs:
-            epoch = self.node.epochs.get(run.room, 0)
-            groups.setdefault(run.room, []).extend(
-                (index, epoch, data) for index, data in enumerate(run.data, run.first)
-            )
-        fenced = [room for room in groups if self._value(room) is None]
-        held = [(room, self._value(room) or "", groups[room]) for room in groups
-                if room not in fenced]
+            room = run.room
+            entries[room] = entries.get(room, 0) + len(run.data)
+            value = self._value(room)
+            if value is None:
+                if room not in fenced:
+                    fenced.append(room)
+            else:
+                held.append((room, value, self.node.epochs[room], run.first, run.data))
         if held:
+            rooms = {room for room, _value, _epoch, _first, _data in held}
             try:
-                fenced += await self.node.directory.append(held)
+                refused = await self.node.directory.append(held)
             except RedisUnavailable:
-                self.stale.update(room for room, _value, _entries in held)
+                self.stale.update(rooms)
                 raise
-            self.stale.difference_update(room for room, _value, _entries in held)
+            fenced += [room for room in refused if room not in fenced]
+            self.stale.difference_update(rooms)
         if fenced:
-            self.refused += sum(len(groups[room]) for room in fenced)
+            count = sum(entries[room] for room in fenced)
+            self.refused += count
             logs.event("input_log_fenced", level=logging.WARNING, rooms=sorted(fenced),
-                       entries=sum(len(groups[room]) for room in fenced))
+                       entries=count)
             self.on_fenced(fenced)
 
     async def read(self, room: str) -> list[tuple[int, int, str]]:

@@ -137,7 +137,7 @@ async def test_a_stalled_owner_is_fenced_out_and_no_second_copy_of_the_race_exis
             owner.signal(signal.SIGCONT)
             new_value = await directory.redis.get(keys.owner(code))
             # The old owner's epoch writes nothing any more.
-            assert await directory.append([(code, old_value, [(10**6, 1, "{}")])]) == [code]
+            assert await directory.append([(code, old_value, 1, 10**6, ["{}"])]) == [code]
             assert all(index != 10**6 for index, _e, _d in await directory.read_log(code))
             results = await asyncio.wait_for(race, 240)
         finally:
