@@ -136,8 +136,8 @@ def peek_tag(frame: bytes) -> str | None:
     the server's fast encoders write every frame), read from the bytes; else ``None``.
 
     Most frames a generator gets (the racers' ``progress``) have no reader here: knowing
-    the tag spares unpacking them, which cost the generator about a fifth of its core at
-    10,000 players.
+    the tag spares unpacking them (at 10,000 players the generator took 92% of its core
+    with them unpacked, 81-87% without).
     """
     if not frame:
         return None
