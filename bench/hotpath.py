@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import pstats
 import random
 import tempfile
@@ -44,7 +45,7 @@ from typing import Any, cast
 import msgpack
 
 from bench.load_game import FITS, HIDDEN, UNDO_RUN, move_frame, room_options
-from protocol.deals.dealer import deal_for_seed
+from protocol.deals.dealer import DealtGame, deal_for_seed
 from protocol.rules.game import Rules
 from protocol.wire import messages as m
 from protocol.wire.codec import Encoding
@@ -164,6 +165,13 @@ def _connect(
     return conn, sink
 
 
+@functools.cache
+def _dealt(seed: str) -> DealtGame:
+    """Room ``seed``'s deal, solved once per process: every round sets up fresh rooms of
+    the same deals, and solving them again took most of a round's set-up."""
+    return deal_for_seed(seed, Rules())
+
+
 def _setup(
     hub: Hub, rooms: int, spectators: int = 0, updates: bool = False
 ) -> list[tuple[Connection, _Sink]]:
@@ -180,7 +188,7 @@ def _setup(
             room.join(who, m.Role.PLAYER, now)
             room.set_ready(who.player_id, True)
         room.start(players[0].player_id, now, Fresh(seed=str(r), race_id=f"race-{r}"))
-        room.deal_ready(1, deal_for_seed(str(r), Rules()), now)
+        room.deal_ready(1, _dealt(str(r)), now)
         assert room.phase is m.Phase.RACING
         hub.lobby.rooms[room.code] = room
         hub.handles[room.code] = RoomHandle(room, SpectatorFeed(0, live=LIVE_KINDS))

@@ -20,7 +20,7 @@ For a spectator who asked for them, :func:`pack_updates` packs the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final, Generic, TypeVar
 
 from protocol.rules.cards import ALL_CODES, DECK_SIZE
@@ -280,6 +280,18 @@ def _row_and_hidden(
     return row, hidden
 
 
+class _Shown:
+    """What spectators were last shown of one racer's board (:class:`BoardsShown`)."""
+
+    __slots__ = ("count", "game", "hidden", "seen")
+
+    def __init__(self, game: Game, count: int, seen: int, hidden: int) -> None:
+        self.game = game
+        self.count = count  # moves << 32 | undos
+        self.seen = seen
+        self.hidden = hidden
+
+
 class BoardsShown:
     """What spectators were last shown of each racer's board, for one race.
 
@@ -288,35 +300,30 @@ class BoardsShown:
     both, so it changes exactly when they do), the visible cards among those the
     racer has seen (no other card can show on their board) and which faces the
     board hid.  While these stay the same, the board is not built again.  Only
-    ints and the games are kept, no board: what a flush builds dies with the
-    frames it sent, and the garbage collector's young collections, which walk
-    every object made since the last one and still alive, meet none of it.
+    ints and the games are kept, no board, in one record per racer that lives as
+    long as the race: what a flush builds dies with the frames it sent, and the
+    garbage collector's young collections, which walk every object made since
+    the last one and still alive, meet none of it.
     """
 
     def __init__(self) -> None:
-        self._games: dict[str, Game] = {}
-        self._counts: dict[str, int] = {}  # moves << 32 | undos
-        self._seen: dict[str, int] = {}
-        self._hidden: dict[str, int] = {}
+        self._shown: dict[str, _Shown] = {}
         self._visible = -1
 
     def forget(self) -> None:
         """Nothing was shown yet (a new race, or boards were not built for a while)."""
-        self._games.clear()
-        self._counts.clear()
-        self._seen.clear()
-        self._hidden.clear()
+        self._shown.clear()
         self._visible = -1
 
     def changed(
-        self, race: Race, moved: Iterable[str], open_boards: bool, now_ms: int
+        self, race: Race, moved: Collection[str], open_boards: bool, now_ms: int
     ) -> list[SpectatorBoard]:
         """:meth:`changed_rows` at ``now_ms`` as ``spectator_board`` messages."""
         elapsed = race.elapsed(race.end_ms or now_ms)
         return [board_message(row) for row in self.changed_rows(race, moved, open_boards, elapsed)]
 
     def changed_rows(
-        self, race: Race, moved: Iterable[str], open_boards: bool, elapsed_ms: int
+        self, race: Race, moved: Collection[str], open_boards: bool, elapsed_ms: int
     ) -> list[BoardRow]:
         """The boards that differ from what spectators were last shown (and now are), as
         rows at race time ``elapsed_ms`` (:func:`protocol.wire.fast.board_message` makes
@@ -328,23 +335,28 @@ class BoardsShown:
         other faces are hidden.
         """
         visible = shown_cards(race, open_boards)
-        wanted = None if visible != self._visible else set(moved)
+        every = visible != self._visible
         self._visible = visible
-        games, counts, seens, hiddens = self._games, self._counts, self._seen, self._hidden
+        shown_of = self._shown
         positions, peaks = race.positions, race.peak_cards
         boards = []
         for pid, racer in race.racers.items():
-            if wanted is not None and pid not in wanted:
+            if not every and pid not in moved:
                 continue
             game = racer.game
             count, seen = game.moves << 32 | game.undos, visible & racer.seen
-            same = games.get(pid) is game and counts.get(pid) == count
-            if same and seens.get(pid) == seen:
+            shown = shown_of.get(pid)
+            same = shown is not None and shown.game is game and shown.count == count
+            if same and shown is not None and shown.seen == seen:
                 continue
             row, hidden = _row_and_hidden(racer, visible, positions, peaks, elapsed_ms)
-            if not same or hiddens.get(pid) != hidden:
+            if shown is None:
+                shown_of[pid] = _Shown(game, count, seen, hidden)
                 boards.append(row)
-            games[pid], counts[pid], seens[pid], hiddens[pid] = game, count, seen, hidden
+                continue
+            if not same or shown.hidden != hidden:
+                boards.append(row)
+            shown.game, shown.count, shown.seen, shown.hidden = game, count, seen, hidden
         return boards
 
 
