@@ -239,6 +239,11 @@ class Game:
     def __init__(self, deal: Deal, *, allow_undo: bool = True) -> None:
         self.deal: Final = deal
         self.allow_undo: Final = allow_undo
+        #: The deal's peak cards by position and its stock, held here: the deal is a
+        #: Python object, and compiled, each of its attributes read per move is a lookup.
+        self.peaks: Final = deal.peaks
+        self._stock: Final = deal.stock
+        self._stock_size: Final = len(deal.stock)
         self._removed = [False] * PEAK_CARDS
         # Cards still lying on each position: a position is face up at 0.  Kept up to
         # date by play and undo, so views and status need no walk over the layout.
@@ -275,7 +280,7 @@ class Game:
     @property
     def stock_left(self) -> int:
         """Cards still in the stock."""
-        return len(self.deal.stock) - self._drawn
+        return self._stock_size - self._drawn
 
     @property
     def cleared(self) -> int:
@@ -313,7 +318,7 @@ class Game:
         waste = self._waste
         return (
             waste[-1] if waste else None,
-            len(self.deal.stock) - self._drawn,
+            self._stock_size - self._drawn,
             self._cleared,
             self._moves,
             self._draws,
@@ -366,10 +371,10 @@ class Game:
     def _work_out_status(self) -> Status:
         if self._cleared == PEAK_CARDS:
             return Status.WON
-        if self._drawn == len(self.deal.stock):
+        if self._drawn == self._stock_size:
             # The waste is never empty here: every stock card has gone onto it.
             fits, peaks, removed, covering = (
-                self._fits_on[self._waste[-1]], self.deal.peaks, self._removed, self._covering
+                self._fits_on[self._waste[-1]], self.peaks, self._removed, self._covering
             )
             for p in range(PEAK_CARDS):
                 if not removed[p] and not covering[p] and peaks[p] in fits:
@@ -406,7 +411,7 @@ class Game:
     def play(self, position: int) -> tuple[int, ...]:
         """Play the card at ``position``; return the positions it turned face up."""
         removed, covering, waste = self._removed, self._covering, self._waste
-        peaks = self.deal.peaks
+        peaks = self.peaks
         # The common legal play is recognised here; anything else gets the full check,
         # which has the last word (and the refusal's reason and message).
         if not (
@@ -427,7 +432,7 @@ class Game:
         self._moves += 1
         # Still playing while cards are left on both; otherwise worked out when asked.
         self._status = (
-            _PLAYING if self._cleared < PEAK_CARDS and self._drawn < len(self.deal.stock) else None
+            _PLAYING if self._cleared < PEAK_CARDS and self._drawn < self._stock_size else None
         )
         board = self._board
         board[position] = None
@@ -441,7 +446,7 @@ class Game:
 
     def draw(self) -> Card:
         """Turn the next stock card onto the waste and return it."""
-        drawn, stock = self._drawn, self.deal.stock
+        drawn, stock = self._drawn, self._stock
         if drawn == len(stock) or (self._status or self.status) is not _PLAYING:
             reason, detail = self._refusal(DRAW)
             assert reason is not None
@@ -492,9 +497,9 @@ class Game:
         assert isinstance(move, int)
         self._removed[move] = False
         self._cleared -= 1
-        self._status = _PLAYING if self._drawn < len(self.deal.stock) else None
+        self._status = _PLAYING if self._drawn < self._stock_size else None
         covering, board = self._covering, self._board
-        board[move] = ALL_CODES[self.deal.peaks[move]]
+        board[move] = ALL_CODES[self.peaks[move]]
         hidden: list[int] = []
         for q in COVERS[move]:
             covering[q] += 1
@@ -530,7 +535,7 @@ class Game:
         return not self._removed[position] and self._face_up(position)
 
     def _playable(self, position: int) -> bool:
-        return self._free(position) and self.fits(self.deal.peaks[position])
+        return self._free(position) and self.fits(self.peaks[position])
 
     def _refusal(self, move: object) -> tuple[Reason | None, str]:
         """The reason ``move`` is refused with a helpful message, or ``(None, "")``.
@@ -554,7 +559,7 @@ class Game:
             still = [q for q in COVERED_BY[move] if not self._removed[q]]
             on_top = " and ".join(str(q) for q in still)
             return Reason.COVERED, f"position {move} is still covered by {on_top}"
-        card = self.deal.peaks[move]
+        card = self.peaks[move]
         if not self.fits(card):
             top = card_code(self.waste_top) if self.waste_top is not None else "none"
             return (

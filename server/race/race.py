@@ -250,7 +250,7 @@ class Race:
                 if position is None:
                     raise IllegalMoveError(Reason.NO_SUCH_POSITION, "a play needs a position")
                 up = game.play(position)
-                card = game.deal.peaks[position]
+                card = game.peaks[position]
                 if up:
                     # A card lies on at most two others: it turns up one or two.
                     turned = self.faces[up[0]]
@@ -275,7 +275,7 @@ class Race:
                 else:
                     assert isinstance(taken, int)
                     racer.cleared_at_ms = at  # back to the lower count, reached now
-                    undone, position, card = "play", taken, game.deal.peaks[taken]
+                    undone, position, card = "play", taken, game.peaks[taken]
                     if hidden:
                         turned = hidden[0]
                         if len(hidden) == 2:
