@@ -11,7 +11,7 @@ is sent.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 
 from protocol.wire.fast import BoardRow, ProgressRow, board_message, progress_message
 from protocol.wire.messages import Progress, RoomOptions, SpectatorBoard
@@ -43,10 +43,11 @@ def flush_frames(rows: FlushRows) -> list[Output]:
 
 
 def progress_rows(
-    race: Race, seats: Mapping[str, Seat], elapsed: int
+    race: Race, seats: dict[str, Seat], elapsed: int
 ) -> tuple[ProgressRow, ...]:
     """Every racer's progress line at race time ``elapsed`` as a row, in one pass (the
-    flush's: no per-racer call, no message)."""
+    flush's: no per-racer call, no message).  ``seats`` is a dict, not any mapping:
+    compiled, its ``get`` is then a native call."""
     lines = []
     for pid, racer in race.racers.items():
         _top, stock_left, cleared, moves, _draws, undos, _status = racer.game.tally()
@@ -61,7 +62,7 @@ def progress_rows(
 
 
 def current_frame(
-    race: Race, seats: Mapping[str, Seat], key: str, open_boards: bool, now_ms: int
+    race: Race, seats: dict[str, Seat], key: str, open_boards: bool, now_ms: int
 ) -> Progress | SpectatorBoard | None:
     """The frame of spectator snapshot key ``key`` as the race stands at ``now_ms``: the
     progress line (``"progress"``) or a racer's board (``"board:<player>"``), made as a

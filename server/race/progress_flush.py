@@ -14,7 +14,7 @@ the flush the old process owed, and the next mark asks for one afresh.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 
 from protocol.wire.messages import Progress, RoomOptions, SpectatorBoard
 from server.race.ghost import GhostRun, ghost_members
@@ -59,7 +59,7 @@ class ProgressFlush:
     def flush(
         self,
         race: Race | None,
-        seats: Mapping[str, Seat],
+        seats: dict[str, Seat],
         ghosts: Sequence[GhostRun],
         options: RoomOptions,
         spectators: Collection[str],
@@ -93,7 +93,7 @@ class ProgressFlush:
     def current(
         self,
         race: Race | None,
-        seats: Mapping[str, Seat],
+        seats: dict[str, Seat],
         ghosts: Sequence[GhostRun],
         options: RoomOptions,
         key: str,
@@ -106,7 +106,7 @@ class ProgressFlush:
         return current_frame(race, _with_ghosts(seats, ghosts), key, options.open_boards, now_ms)
 
 
-def _with_ghosts(seats: Mapping[str, Seat], runs: Sequence[GhostRun]) -> Mapping[str, Seat]:
+def _with_ghosts(seats: dict[str, Seat], runs: Sequence[GhostRun]) -> dict[str, Seat]:
     """``seats`` and the ghosts of ``runs`` as always-connected seats, for the progress
     lines."""
     if not runs:

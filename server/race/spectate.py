@@ -20,7 +20,7 @@ For a spectator who asked for them, :func:`pack_updates` packs the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Final, Generic, TypeVar
 
 from protocol.rules.cards import ALL_CODES, DECK_SIZE
@@ -223,7 +223,7 @@ def shown_cards(race: Race, open_boards: bool) -> int:
 
 
 def spectator_view(
-    racer: Racer, visible: int, positions: Mapping[int, int] | None = None,
+    racer: Racer, visible: int, positions: dict[int, int] | None = None,
     peak_cards: int = ALL_CARDS,
 ) -> BoardView:
     """``racer``'s board as spectators see it: their own view, with the face of every
@@ -241,7 +241,7 @@ _WASTE_HIDDEN: Final = 1 << 28
 
 
 def _row_and_hidden(
-    racer: Racer, visible: int, positions: Mapping[int, int] | None, peak_cards: int,
+    racer: Racer, visible: int, positions: dict[int, int] | None, peak_cards: int,
     elapsed_ms: int,
 ) -> tuple[BoardRow, int]:
     """:func:`spectator_view` as a board row at race time ``elapsed_ms``, and which of its

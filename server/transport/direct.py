@@ -52,7 +52,8 @@ class DirectQueue(WebSocketDataQueue):
 
     #: Set by the read loop while it waits in ``receive()``; None otherwise.
     hook: FrameHook | None = None
-    #: Frames the hook took (for the tests and for curiosity), here or by the splitter.
+    #: Frames the hook took from the queue (for the tests and for curiosity); those it
+    #: took from the splitter are counted there (``FrameSplitter.taken``).
     taken: int = 0
     #: False once a :class:`~server.transport.splitter.FrameSplitter` offers the frames.
     offers: bool = True

@@ -57,10 +57,13 @@ class FrameSplitter:
         #: aiohttp's request handler, which everything not taken goes to.
         self.inner = inner
         self.inner_data: Any = inner.data_received
-        #: aiohttp's queue (a DirectQueue: ``hook``, ``_buffer``, ``taken``) and parser
-        #: (a MaskedReader: ``stopped``, ``refused``).
+        #: aiohttp's queue (a DirectQueue: ``hook``, ``_buffer``) and parser (a
+        #: MaskedReader: ``stopped``, ``refused``).
         self.queue = queue
         self.parser = parser
+        #: Frames the hook took from here (the queue counts those it offered itself):
+        #: a native attribute, where the queue's is a Python object's, read and written.
+        self.taken = 0
         #: aiohttp's limit: a frame of that size or more is piped through (aiohttp closes).
         self.limit = limit
         #: A frame cut short, kept until the rest comes.
@@ -127,7 +130,7 @@ class FrameSplitter:
             return False
         if not hook(unmask(data, key_at, size)):
             return False
-        queue.taken += 1
+        self.taken += 1
         return True
 
     def eof_received(self) -> bool | None:
