@@ -61,6 +61,7 @@ from server.hub_messages import Call, Messages
 from server.hub_races import Races
 from server.hub_rooms import RoomHandle, in_room_of
 from server.metrics import Metrics
+from server.metrics_hot import HotCounts
 from server.pars import ParJobs
 from server.race import inputs
 from server.race.lobby import Limits, Lobby, Session
@@ -167,6 +168,9 @@ class Hub:
         self.metrics = Metrics(
             lambda: len(self.connections), self.lobby.rooms_by_state, lambda: self.writer.waiting
         )
+        #: The metrics' hot counters, held here: compiled, ``self.hot.moves`` is a native
+        #: read, where ``self.metrics`` is a Python object's attribute.
+        self.hot: HotCounts = self.metrics.hot
         if journal is not None:
             journal.on_commit = self.metrics.log_commit_seconds.observe
             if isinstance(journal.log, SqlInputLog):
@@ -266,7 +270,7 @@ class Hub:
     def reply(self, conn: Connection, message: m.ServerMessage) -> None:
         """Send ``message`` to ``conn``."""
         self._put(conn, codec.encode(message, conn.encoding))
-        self.metrics.hot.frames_sent += 1
+        self.hot.frames_sent += 1
 
     def _put(self, conn: Connection, frame: Frame) -> None:
         """Send ``frame``, or hold it while inputs before it are not logged yet."""
@@ -292,7 +296,7 @@ class Hub:
     def count_error(self, code: ErrorCode) -> None:
         """Count an ``error`` reply sent ready-made (see :mod:`server.reader`)."""
         self.metrics.protocol_errors.labels(code=str(int(code))).inc()
-        self.metrics.hot.frames_sent += 1
+        self.hot.frames_sent += 1
 
     def broadcast(self, conns: Iterable[Connection], message: m.ServerMessage) -> None:
         """Send one message to many: encoded at most once per dialect (and once for the
@@ -312,7 +316,7 @@ class Hub:
             if frame:
                 self._put(conn, frame)
                 sent += 1
-        self.metrics.hot.frames_sent += sent
+        self.hot.frames_sent += sent
 
     def _conns(self, player_ids: Iterable[str]) -> list[Connection]:
         found = []
@@ -491,7 +495,7 @@ class Hub:
                     update, conn.encoding, ready.get(conn.encoding)
                 )
             self._put(conn, frame)  # held, like every frame, while what it shows is not logged
-        self.metrics.hot.frames_sent += len(conns)
+        self.hot.frames_sent += len(conns)
 
     def _snapshot(self, handle: RoomHandle, out: Snapshot) -> None:
         for conn in self._conns((out.player_id,)):
@@ -626,7 +630,7 @@ class Hub:
                 sent += 1
             else:
                 others.append(conn)
-        self.metrics.hot.frames_sent += sent
+        self.hot.frames_sent += sent
         return others
 
     def _flush_to_spectators(
@@ -657,7 +661,7 @@ class Hub:
                 for frame in separate:
                     self._put(conn, frame)
                 sent += len(separate)
-        self.metrics.hot.frames_sent += sent
+        self.hot.frames_sent += sent
         return others
 
     def _flush_as_messages(
@@ -758,7 +762,7 @@ class Hub:
                 journal.hold_answer(conn, move_result_msgpack(outcome))
             else:
                 conn.send(move_result_msgpack(outcome))
-        hot = self.metrics.hot
+        hot = self.hot
         hot.frames_sent += 1
         reason = outcome[REASON]
         if reason is None:
@@ -800,6 +804,6 @@ class Hub:
         self.run(handle, outputs)
         first = outputs[0] if outputs else None
         if isinstance(first, Send) and isinstance(first.message, m.MoveResult):
-            self.metrics.hot.count_move(first.message.reason)
+            self.hot.count_move(first.message.reason)
         if started:
             self._move_timed(started)

@@ -9,13 +9,12 @@ from a callback instead of being kept up to date on the hot path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from protocol.rules.refusals import Reason
+from server.metrics_hot import HotCounts
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -53,31 +52,6 @@ class _StateCollector(Collector):
         yield waiting
 
 
-class HotCounts:
-    """Counters bumped on the hot path: plain ints, published at scrape time.
-
-    prometheus-client takes a lock per ``inc()``; a plain ``+= 1`` costs far less.
-    """
-
-    __slots__ = ("frames_sent", "moves", "rejected")
-
-    def __init__(self) -> None:
-        self.frames_sent = 0
-        self.moves = 0
-        self.rejected: dict[str, int] = {}
-
-    def count_move(self, reason: int | None) -> None:
-        """One move answered: accepted (``reason`` is None) or refused for ``reason`` (a
-        :class:`~protocol.rules.refusals.Reason` or its number, as the race's answers hold it)."""
-        if reason is None:
-            self.moves += 1
-        else:
-            name = _REASON_LABELS[reason]
-            self.rejected[name] = self.rejected.get(name, 0) + 1
-
-
-#: A refusal's label in the metrics, by reason (an IntEnum: its number finds it too).
-_REASON_LABELS: Final[dict[int, str]] = {reason: reason.name.lower() for reason in Reason}
 
 
 class _HotCollector(Collector):

@@ -99,6 +99,7 @@ MODULES: Final = (
     "server.hub",
     "server.hub_flushes",
     "server.hub_rooms",
+    "server.metrics_hot",
     "server.recovery.journal",
     "server.recovery.log",
     "protocol.deals.counting",
