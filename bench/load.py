@@ -36,6 +36,7 @@ import dataclasses
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,7 @@ from typing import Any
 
 from bench.load_procs import (
     free_port,
+    players_within,
     python_module,
     raise_open_file_limit,
     start,
@@ -149,6 +151,8 @@ class Bench:
         self.log = workdir / "bench-load.log"
         self.log.write_text("")
         self.figures: dict[str, Any] = {}
+        #: The open files each process may hold (the soft limit, as raised at start).
+        self.open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         self._profiled: tuple[str, int] | None = None
         self._profiler: subprocess.Popen[bytes] | None = None
         #: The current server's Unix socket (``unix`` transport), in a directory of its own.
@@ -345,6 +349,14 @@ class Bench:
         s = self.scale
         steps: list[dict[str, Any]] = []
         began = time.monotonic()
+        # The search goes no higher than the machine's open-file limit lets both ends
+        # hold every socket (a step beyond it would fail at set-up, saying only that).
+        ceiling = min(s.capacity_max, players_within(self.open_files))
+        if ceiling < s.capacity_max:
+            print(f"[bench-load] capacity: no step above {ceiling} players: each process may"
+                  f" open {self.open_files} files, and {s.capacity_max} players with their"
+                  f" spectators need {s.capacity_max * 5 // 4} sockets",
+                  file=sys.stderr, flush=True)
         target_runs = [self._capacity_step(s.capacity_start, steps)
                        for _ in range(max(1, s.capacity_target_runs))]
         goal = self._capacity_step(s.capacity_goal, steps)
@@ -354,9 +366,9 @@ class Bench:
         players = s.capacity_goal
         for _ in range(max(0, s.capacity_steps - len(steps))):
             if bad is None:
-                if players >= s.capacity_max:
+                if players >= ceiling:
                     break
-                players = min(players * 2, s.capacity_max)
+                players = min(players * 2, ceiling)
             else:
                 # Two thirds of the way up: the budget allows few steps, and the
                 # question is how close to the goal the server holds.
@@ -383,6 +395,7 @@ class Bench:
             "goal_ok": goal,
             "steps": steps,
             "target_p99_ms": P99_TARGET_MS,
+            "largest_step_by_open_files": ceiling,
             "search_s": round(time.monotonic() - began, 1),
         }
 
@@ -392,6 +405,14 @@ class Bench:
         measured (the reason is in the step)."""
         rooms = max(1, players // 4)
         ok: bool | None = None
+        if rooms * 4 > players_within(self.open_files):
+            reason = (f"{rooms * 5} sockets, and each process may open {self.open_files} files"
+                      " (ulimit -n)")
+            steps.append({"players": rooms * 4, "p99_ms": None, "ok": None,
+                          "not_measured": reason})
+            print(f"[bench-load] capacity: {rooms * 4} players NOT MEASURED: {reason}",
+                  file=sys.stderr, flush=True)
+            return None
         for attempt in range(2):
             try:
                 result = self.race(rooms, HUMAN_INTERVAL_S, self.scale.capacity_s, [])

@@ -35,6 +35,20 @@ def raise_open_file_limit(wanted: int = 65536) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+#: Files a server or a generator holds besides its players' sockets (the database, its
+#: journal and WAL, the listening sockets, the deal workers' pipes, the log), with room
+#: to spare.
+FILES_BESIDES_SOCKETS = 256
+
+
+def players_within(open_files: int, spectators_per_room: int = 1) -> int:
+    """The most players, in rooms of 4 with ``spectators_per_room`` each, whose sockets
+    fit in ``open_files`` open files per process (the server and the generator each hold
+    one end of every socket), in whole rooms."""
+    per_room = 4 + spectators_per_room
+    return max(0, (open_files - FILES_BESIDES_SOCKETS) // per_room) * 4
+
+
 def free_port() -> int:
     """An ephemeral TCP port on loopback that was free a moment ago."""
     with socket.socket() as sock:

@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.echo_server import make_app
-from bench.load import burst_figures
+from bench.load import QUICK, Bench, burst_figures
 from bench.load_game import move_frame, peek_tag
+from bench.load_procs import FILES_BESIDES_SOCKETS, players_within
 from bench.load_run import WindowResult, log_figures, parse_log_figures
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
@@ -279,3 +280,30 @@ def test_the_burst_ratio_is_judged_before_it_is_rounded(during_ms: float, ok: bo
     figures = burst_figures(WindowResult(hists=hists), 50)
     assert figures["burst_ratio_ok"] is ok
     assert figures["burst_rtt_ratio"] == pytest.approx(during_ms / 10, abs=0.001)
+
+
+def test_players_within_an_open_file_limit_fit_both_ends_of_every_socket() -> None:
+    """Rooms of 4 players and a spectator: five sockets a room, after the files each
+    process holds besides them; whole rooms only."""
+    assert players_within(20_000) == (20_000 - FILES_BESIDES_SOCKETS) // 5 * 4 == 15_792
+    assert players_within(20_000, spectators_per_room=0) == 19_744 // 4 * 4
+    assert players_within(FILES_BESIDES_SOCKETS + 4) == 0
+    assert players_within(0) == 0
+    assert players_within(FILES_BESIDES_SOCKETS + 5) == 4
+
+
+def test_a_capacity_step_beyond_the_open_file_limit_is_not_measured_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A step whose sockets would not fit is refused before any server starts (on this
+    machine 16,000 players and their spectators need 20,000 sockets, as many as each
+    process may open): the step says so, and counts neither as held nor as missed."""
+    bench = Bench(QUICK, tmp_path)
+    bench.open_files = 20_000
+    steps: list[dict[str, object]] = []
+    assert bench._capacity_step(16_000, steps) is None
+    (step,) = steps
+    assert step["players"] == 16_000 and step["ok"] is None and step["p99_ms"] is None
+    assert "20000 sockets" in str(step["not_measured"])
+    assert "20000 files" in str(step["not_measured"])
+    assert "16000 players NOT MEASURED" in capsys.readouterr().err
