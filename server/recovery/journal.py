@@ -389,12 +389,17 @@ class Journal:
         else:
             end.set_result(result)
 
-    def _runs(self, rooms: Sequence[str], staged: Sequence[Logged | str]) -> list[Run]:
+    def _runs(self, rooms: list[str], staged: list[Logged | str]) -> list[Run]:
         """Each room's staged inputs as one run, numbered on from the room's next index;
         inputs of rooms no longer logged are left out."""
+        if len(rooms) != len(staged):
+            raise ValueError(f"{len(rooms)} rooms staged for {len(staged)} inputs")
         texts: dict[str, list[str]] = {}
         following, encode = self._next, _encode
-        for room, given in zip(rooms, staged, strict=True):
+        # Indexed: compiled, a loop over a range of two lists' indices is plain C, where
+        # zip is a Python iterator making a tuple per input.
+        for at in range(len(rooms)):
+            room, given = rooms[at], staged[at]
             data = texts.get(room)
             if data is None:
                 if room not in following:
@@ -402,10 +407,11 @@ class Journal:
                 data = texts[room] = []
             data.append(given if isinstance(given, str) else encode(given))
         runs = []
+        epoch = self.epoch
         for room, data in texts.items():
             first = following[room]
             following[room] = first + len(data)
-            runs.append(Run(room, first, self.epoch, data))
+            runs.append(Run(room, first, epoch, data))
         return runs
 
     async def _commit(self, runs: Sequence[Run], error: str | None = None) -> None:

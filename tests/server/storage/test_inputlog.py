@@ -73,6 +73,31 @@ async def test_an_append_is_committed_for_every_other_connection_when_it_returns
         await log.close()
 
 
+@pytest.mark.parametrize("data", [['{"n":"a\nb"}'], ['{"n":0}', '{"n":"a\nb"}']])
+async def test_an_entry_holding_a_newline_is_refused_and_nothing_of_its_append_written(
+    file_store: RaceStore, data: list[str]
+) -> None:
+    """A row holds a run's entries one per line: an entry with a newline in it would read
+    back as two, so the whole append is refused, awaited or submitted, a run of one entry
+    as much as a longer one."""
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store)
+    try:
+        with pytest.raises(StorageError, match="may not hold a newline"):
+            await log.append([Run("B", 0, 1, ['{"b":0}']), Run("A", 0, 1, data)])
+        refused: asyncio.Future[BaseException | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+        assert log.submit([Run("A", 0, 1, data)], refused.set_result)
+        assert isinstance(await refused, StorageError)
+        assert stored_rows(path) == []
+        await log.append([Run("A", 0, 1, ['{"n":0}'])])  # the log goes on
+        assert await log.read("A") == [(0, 1, '{"n":0}')]
+    finally:
+        await log.close()
+
+
 async def test_the_appends_run_on_one_thread_that_close_ends_and_reads_go_on_after(
     file_store: RaceStore,
 ) -> None:
