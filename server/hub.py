@@ -791,7 +791,7 @@ class Hub:
         return 0.0 if count % _SAMPLE else time.perf_counter()
 
     def _move_timed(self, started: float) -> None:
-        self.metrics.move_seconds.observe(time.perf_counter() - started)
+        self.hot.time_move(time.perf_counter() - started)
 
     # ---- the general path's move -------------------------------------------------
     def _move(self, conn: Connection, msg: m.MoveRequest, now: int) -> None:

@@ -8,18 +8,18 @@ from a callback instead of being kept up to date on the hot path.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from server.metrics_hot import HotCounts
+from server.metrics_hot import MOVE_BUCKETS, HotCounts
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _DEAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-_MOVE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 #: A commit's time is the wait of every answer it holds: a disk's slow syncs show here.
 _COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -58,7 +58,7 @@ class _HotCollector(Collector):
     def __init__(self, counts: HotCounts) -> None:
         self._counts = counts
 
-    def collect(self) -> Iterable[CounterMetricFamily]:
+    def collect(self) -> Iterable[CounterMetricFamily | HistogramMetricFamily]:
         counts = self._counts
         frames = CounterMetricFamily("tripeaks_frames_sent", "WebSocket frames sent")
         frames.add_metric([], counts.frames_sent)
@@ -72,6 +72,17 @@ class _HotCollector(Collector):
         for reason, count in sorted(counts.rejected.items()):
             rejected.add_metric([reason], count)
         yield rejected
+        timed = HistogramMetricFamily(
+            "tripeaks_move_seconds",
+            f"Time to handle one move on the server (one move in {Metrics.MOVE_SAMPLE} is timed)",
+        )
+        buckets, total = [], 0
+        for bound, count in zip((*MOVE_BUCKETS, math.inf), counts.move_buckets, strict=True):
+            total += count
+            # The bounds as prometheus-client writes a histogram's (Go's shortest form).
+            buckets.append(("+Inf" if bound == math.inf else repr(bound), total))
+        timed.add_metric([], buckets, counts.move_seconds)
+        yield timed
 
 
 class Metrics:
@@ -105,12 +116,6 @@ class Metrics:
         self.deals_hedged = Counter(
             "tripeaks_deals_hedged",
             "Starts that dealt a second seed beside a slow one (the other went to the pool)",
-            registry=reg,
-        )
-        self.move_seconds = Histogram(
-            "tripeaks_move_seconds",
-            "Time to handle one move on the server (one move in 16 is timed)",
-            buckets=_MOVE_BUCKETS,
             registry=reg,
         )
         self.log_commit_seconds = Histogram(
