@@ -6,6 +6,7 @@ import concurrent.futures
 import contextlib
 import json
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -127,7 +128,7 @@ def run_window(
             result.ready = [w.read_event("ready", 1.0, line) for w, line in pairs]
             if before_go is not None:
                 before_go()
-            log_at_go = log_figures(metrics_url) if metrics_url else None
+            log_at_go = scraped_log_figures(metrics_url) if metrics_url else None
             window = CpuWindow(server_pid)
             generator_core_at_go = core_busy(GENERATOR_CORE)
             for worker in workers:
@@ -135,11 +136,13 @@ def run_window(
             duration = max(float(job["duration_s"]) for job in jobs)
             events = [w.read_event("result", duration + setup_timeout_s) for w in workers]
             result.server = window.finish()
-            if metrics_url and log_at_go is not None:
+            log_at_end = (
+                scraped_log_figures(metrics_url) if metrics_url and log_at_go is not None else None
+            )
+            if log_at_go is not None and log_at_end is not None:
                 names = ("log_commits", "log_commits_over_50ms", "log_fold_steps",
                          "log_fold_steps_over_10ms")
-                for name, now, then in zip(names, log_figures(metrics_url), log_at_go,
-                                           strict=True):
+                for name, now, then in zip(names, log_at_end, log_at_go, strict=True):
                     result.server[name] = now - then
             generator_core = busy_share(generator_core_at_go, core_busy(GENERATOR_CORE))
         finally:
@@ -161,11 +164,25 @@ def run_window(
     return result
 
 
-def log_figures(metrics_url: str) -> tuple[int, int, int, int]:
+def scraped_log_figures(
+    metrics_url: str, timeout_s: float = 10.0
+) -> tuple[int, int, int, int] | None:
+    """:func:`log_figures`, or ``None`` (said on stderr) when the server did not answer
+    within its timeout: a server swamped by the window's start leaves the window's log
+    figures out, and the window is measured all the same."""
+    try:
+        return log_figures(metrics_url, timeout_s)
+    except OSError as exc:  # a timeout, a refused or reset connection
+        print(f"[bench-load] the server's /metrics did not answer ({exc}): the window's input"
+              " log figures are left out", file=sys.stderr, flush=True)
+        return None
+
+
+def log_figures(metrics_url: str, timeout_s: float = 10.0) -> tuple[int, int, int, int]:
     """The server's input log commits so far and those over 50 ms (from
     ``tripeaks_log_commit_seconds``), then its fold steps and those over 10 ms (from
     ``tripeaks_log_fold_step_seconds``); zeros before the first of each."""
-    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+    with urllib.request.urlopen(metrics_url, timeout=timeout_s) as response:
         return parse_log_figures(response.read().decode())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -27,7 +28,7 @@ from bench.echo_server import make_app
 from bench.load import QUICK, Bench, burst_figures
 from bench.load_game import move_frame, peek_tag
 from bench.load_procs import FILES_BESIDES_SOCKETS, players_within
-from bench.load_run import WindowResult, log_figures, parse_log_figures
+from bench.load_run import WindowResult, log_figures, parse_log_figures, scraped_log_figures
 from bench.load_stats import Histogram
 from bench.load_wire import WireClient, WireError, connect, frame
 from protocol.wire import codec
@@ -270,6 +271,22 @@ async def test_log_figures_reads_the_servers_commit_and_fold_histograms(tmp_path
     folds = _histogram(text, "tripeaks_log_fold_step_seconds", "0.01")
     assert folds[0] >= 1
     assert parse_log_figures(text) == (total, slow, *folds)
+
+
+def test_a_metrics_page_that_does_not_answer_leaves_the_log_figures_out_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A server swamped at a window's start may not answer its /metrics in time: the
+    window goes on without its log figures (a timeout once ended the whole run)."""
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        assert scraped_log_figures(f"http://127.0.0.1:{port}/metrics", timeout_s=0.2) is None
+    assert "did not answer" in capsys.readouterr().err
+    # Nothing listening at all: refused, and the same.
+    assert scraped_log_figures(f"http://127.0.0.1:{port}/metrics", timeout_s=0.2) is None
+    assert "left out" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("during_ms", "ok"), [(20.0, True), (20.001, False)])
