@@ -53,6 +53,7 @@ from bench.load_procs import (
     players_within,
     python_module,
     raise_open_file_limit,
+    sockets_for,
     start,
     stop,
     wait_for_socket,
@@ -355,7 +356,7 @@ class Bench:
         if ceiling < s.capacity_max:
             print(f"[bench-load] capacity: no step above {ceiling} players: each process may"
                   f" open {self.open_files} files, and {s.capacity_max} players with their"
-                  f" spectators need {s.capacity_max * 5 // 4} sockets",
+                  f" spectators need {sockets_for(s.capacity_max)} sockets",
                   file=sys.stderr, flush=True)
         target_runs = [self._capacity_step(s.capacity_start, steps)
                        for _ in range(max(1, s.capacity_target_runs))]
@@ -406,8 +407,8 @@ class Bench:
         rooms = max(1, players // 4)
         ok: bool | None = None
         if rooms * 4 > players_within(self.open_files):
-            reason = (f"{rooms * 5} sockets, and each process may open {self.open_files} files"
-                      " (ulimit -n)")
+            reason = (f"{sockets_for(rooms * 4)} sockets, and each process may open"
+                      f" {self.open_files} files (ulimit -n)")
             steps.append({"players": rooms * 4, "p99_ms": None, "ok": None,
                           "not_measured": reason})
             print(f"[bench-load] capacity: {rooms * 4} players NOT MEASURED: {reason}",

@@ -41,12 +41,17 @@ def raise_open_file_limit(wanted: int = 65536) -> int:
 FILES_BESIDES_SOCKETS = 256
 
 
+def sockets_for(players: int, spectators_per_room: int = 1) -> int:
+    """The sockets of ``players`` in rooms of 4 with ``spectators_per_room`` each."""
+    return players // 4 * (4 + spectators_per_room)
+
+
 def players_within(open_files: int, spectators_per_room: int = 1) -> int:
     """The most players, in rooms of 4 with ``spectators_per_room`` each, whose sockets
-    fit in ``open_files`` open files per process (the server and the generator each hold
-    one end of every socket), in whole rooms."""
-    per_room = 4 + spectators_per_room
-    return max(0, (open_files - FILES_BESIDES_SOCKETS) // per_room) * 4
+    (:func:`sockets_for`) fit in ``open_files`` open files per process (the server and
+    the generator each hold one end of every socket), in whole rooms."""
+    rooms = max(0, (open_files - FILES_BESIDES_SOCKETS) // sockets_for(4, spectators_per_room))
+    return rooms * 4
 
 
 def free_port() -> int:

@@ -52,8 +52,6 @@ class _StateCollector(Collector):
         yield waiting
 
 
-
-
 class _HotCollector(Collector):
     def __init__(self, counts: HotCounts) -> None:
         self._counts = counts

@@ -87,14 +87,10 @@ def _rows(runs: Sequence[LogRun]) -> list[Row]:
     rows = []
     for run in runs:
         data = run.data
-        if len(data) == 1:  # the usual run: a room rarely moves twice within a commit
-            text = data[0]
-            if "\n" in text:
-                raise StorageError("an input log entry may not hold a newline")
-        else:
-            text = "\n".join(data)
-            if text.count("\n") != len(data) - 1:
-                raise StorageError("an input log entry may not hold a newline")
+        # The usual run (a room rarely moves twice within a commit) needs no join.
+        text = data[0] if len(data) == 1 else "\n".join(data)
+        if text.count("\n") != len(data) - 1:
+            raise StorageError("an input log entry may not hold a newline")
         rows.append((run.room, run.first, run.epoch, text))
     return rows
 
