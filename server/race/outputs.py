@@ -1,10 +1,12 @@
 """What a room or the lobby asks its shell to do: the outputs of :mod:`server.race.room`
 and :mod:`server.race.lobby`.
 
-Plain frozen dataclasses; the shell (:mod:`server.hub`) carries them out in
-order.  Nothing here does any I/O.  A room's outputs (:data:`Output`) concern
-that room; the lobby's (:data:`LobbyOutput`) concern the connection that
-asked, and carry a room's outputs in :class:`InRoom`.
+Plain frozen dataclasses (but :class:`FlushDue`, a compiled class from
+:mod:`server.race.room_types` that compares the same); the shell
+(:mod:`server.hub`) carries them out in order.  Nothing here does any I/O.
+A room's outputs (:data:`Output`) concern that room; the lobby's
+(:data:`LobbyOutput`) concern the connection that asked, and carry a room's
+outputs in :class:`InRoom`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from protocol.deals.dealer import Difficulty
 from protocol.rules.game import Rules
 from protocol.wire.messages import GhostRef, LeftReason, RaceEnd, Role, ServerMessage
 from server.race.records import RaceRecord
+from server.race.room_types import FlushDue as FlushDue
 
 #: A connection, as the lobby knows it: an opaque key the shell chose.
 C = TypeVar("C")
@@ -64,19 +67,6 @@ class SetTimer:
     """Call :meth:`Room.on_timer` with ``name`` at ``at_ms`` (replacing any earlier one)."""
 
     name: str
-    at_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class FlushDue:
-    """Call :meth:`Room.flush_progress` at ``at_ms`` (or a little later).
-
-    Not a timer: a flush only sends (the progress line, the spectator boards)
-    and changes nothing a replay of the room's input log must rebuild, so the
-    shell does not log it and may run the flushes of many rooms together
-    (:mod:`server.hub_flushes`).
-    """
-
     at_ms: int
 
 

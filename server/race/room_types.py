@@ -4,12 +4,14 @@ Who a connection speaks for (:class:`Identity`), a member's seat
 (:class:`Seat`), the server-side timings (:class:`RoomTimings`), the fresh
 values the shell draws for a new race (:class:`Fresh`) and the race being
 dealt or counted down (:class:`PendingRace`).  The hub and the tests import
-them from here.
+them from here.  :class:`FlushDue`, one of the room's outputs, is here too, to
+be compiled (:mod:`server.race.outputs` names it with the others).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from protocol.deals.dealer import DealtGame
 
@@ -62,3 +64,35 @@ class PendingRace:
     seed: str
     dealt: DealtGame | None = None
     start_at_ms: int | None = None
+
+
+class FlushDue:
+    """Call :meth:`Room.flush_progress <server.race.room.Room.flush_progress>` at
+    ``at_ms`` (or a little later).
+
+    Not a timer: a flush only sends (the progress line, the spectator boards)
+    and changes nothing a replay of the room's input log must rebuild, so the
+    shell does not log it and may run the flushes of many rooms together
+    (:mod:`server.hub_flushes`).
+
+    A plain class with the frozen dataclasses' equality, not one of them: compiled,
+    a dataclass keeps the ``__init__`` the dataclasses module writes, which runs as
+    Python (a frozen one's sets each field through ``object.__setattr__``), and the
+    first move after each flush asks for the next one.
+    """
+
+    __slots__ = ("at_ms",)
+
+    def __init__(self, at_ms: int) -> None:
+        self.at_ms: Final = at_ms
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FlushDue):
+            return NotImplemented
+        return self.at_ms == other.at_ms
+
+    def __hash__(self) -> int:
+        return hash((FlushDue, self.at_ms))
+
+    def __repr__(self) -> str:
+        return f"FlushDue(at_ms={self.at_ms!r})"

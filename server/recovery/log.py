@@ -35,20 +35,28 @@ Contract (every back end):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Sized
-from dataclasses import dataclass
 from typing import Protocol
 
 
-@dataclass(slots=True)
 class Run:
     """Consecutive logged inputs of room ``room``: the first one's index in that room's
     log, the epoch of the writer, and the inputs, each encoded by
-    :mod:`server.recovery.codec` (one line of JSON), ``data[i]`` at index ``first + i``."""
+    :mod:`server.recovery.codec` (one line of JSON), ``data[i]`` at index ``first + i``.
 
-    room: str
-    first: int
-    epoch: int
-    data: list[str]
+    A plain class, not a dataclass: compiled, a dataclass keeps the ``__init__`` the
+    dataclasses module writes, which runs as Python, and the journal makes one run per
+    room per commit (about one per move)."""
+
+    __slots__ = ("data", "epoch", "first", "room")
+
+    def __init__(self, room: str, first: int, epoch: int, data: list[str]) -> None:
+        self.room = room
+        self.first = first
+        self.epoch = epoch
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Run({self.room!r}, {self.first!r}, {self.epoch!r}, {self.data!r})"
 
 
 class LogError(Exception):
