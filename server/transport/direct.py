@@ -50,16 +50,28 @@ FrameHook = Callable[[bytes | str], bool]
 class DirectQueue(WebSocketDataQueue):
     """aiohttp's message queue, with data frames offered to :attr:`hook` first."""
 
-    #: Set by the read loop while it waits in ``receive()``; None otherwise.
-    hook: FrameHook | None = None
+    _hook: FrameHook | None = None
     #: Frames the hook took from the queue (for the tests and for curiosity); those it
     #: took from the splitter are counted there (``FrameSplitter.taken``).
     taken: int = 0
     #: False once a :class:`~server.transport.splitter.FrameSplitter` offers the frames.
     offers: bool = True
+    #: That splitter, which keeps the hook too.
+    splitter: FrameSplitter | None = None
+
+    @property
+    def hook(self) -> FrameHook | None:
+        """Set by the read loop while it waits in ``receive()``; None otherwise."""
+        return self._hook
+
+    @hook.setter
+    def hook(self, hook: FrameHook | None) -> None:
+        self._hook = hook
+        if self.splitter is not None:
+            self.splitter.hook = hook
 
     def feed_data(self, data: Any, size: int) -> None:
-        hook = self.hook
+        hook = self._hook
         if (
             hook is not None
             and self.offers
@@ -85,16 +97,42 @@ class MaskedReader(WebSocketReader):
         #: Payload bytes of the current frame still to come, and a header cut short.
         self.left = 0
         self.head = b""
-        self.refused = False
-        #: Set when the server gave up on the connection: whatever comes is dropped.
-        self.stopped = False
+        #: The splitter that offers this socket's frames: halted once this reader stops
+        #: or refuses.
+        self.splitter: FrameSplitter | None = None
+        self._refused = False
+        self._stopped = False
+
+    @property
+    def refused(self) -> bool:
+        """Set at a client frame without a mask: nothing more is parsed."""
+        return self._refused
+
+    @refused.setter
+    def refused(self, value: bool) -> None:
+        self._refused = value
+        self._halt()
+
+    @property
+    def stopped(self) -> bool:
+        """Set when the server gave up on the connection: whatever comes is dropped."""
+        return self._stopped
+
+    @stopped.setter
+    def stopped(self, value: bool) -> None:
+        self._stopped = value
+        self._halt()
+
+    def _halt(self) -> None:
+        if self.splitter is not None and (self._refused or self._stopped):
+            self.splitter.halted = True
 
     def feed_data(self, data: Any) -> tuple[bool, bytes]:
-        if self.stopped:
+        if self._stopped:
             return False, b""
         if type(data) is not bytes:
             data = bytes(data)
-        if self.refused:
+        if self._refused:
             return True, b""
         if not self._all_masked(data):
             self.refused = True
@@ -162,7 +200,7 @@ class DirectResponse(web.WebSocketResponse):
         if callback is None and transport is not None and hasattr(transport, "set_protocol"):
             # Whole frames from here on: the tail too goes through the splitter.
             limit = self._max_msg_size or DEFAULT_LIMIT
-            splitter = FrameSplitter(handler, queue, parser, limit)
+            splitter = FrameSplitter(handler, queue, limit)
         handler._payload_parser = None
         handler._message_tail = b"" if splitter is not None else tail or b""
         set_parser(parser, callback)
@@ -170,6 +208,7 @@ class DirectResponse(web.WebSocketResponse):
         self.direct, self.masked = queue, parser
         if splitter is not None:
             queue.offers = False  # the splitter offers the frames, before aiohttp parses
+            queue.splitter = parser.splitter = splitter
             transport.set_protocol(splitter)
             self.splitter = splitter
             if tail:

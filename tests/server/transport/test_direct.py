@@ -249,3 +249,46 @@ async def test_the_writes_read_aiohttps_closed_flag_as_its_property_says(tmp_pat
                 break
             await asyncio.sleep(0.02)
         assert ws._closed is ws.closed is True
+
+
+async def test_the_splitter_holds_the_read_loops_hook_and_halts_with_the_parser(
+    tmp_path: Path,
+) -> None:
+    """The splitter keeps the hook and the parser's stop itself (it reads neither from
+    the queue nor the parser per frame): both must follow what those objects say."""
+    async with racing(tmp_path) as (server, ann):
+        conn = server_side(server.hub, ann)
+        queue = direct_queue(conn)
+        splitter = conn.ws.splitter
+        assert splitter is not None and conn.ws.masked is not None
+        assert splitter.hook is queue.hook is not None  # the read loop waits in receive()
+        # A frame that takes the queue wakes the read loop (hook None), which then waits
+        # again with the hook set on both.
+        ping = await ann.request(m.Ping(5), m.Pong)
+        assert ping.client_time_ms == 5
+        assert splitter.hook is queue.hook is not None
+        assert not splitter.halted
+        before = taken(conn)
+        # Stopped: a move that comes later is not taken (nor answered).
+        conn.ws.stop_reading()
+        assert splitter.halted
+        write_raw(ann, move(1))
+        await asyncio.sleep(0.3)
+        assert taken(conn) == before
+
+
+async def test_a_move_after_a_frame_without_a_mask_is_not_taken(tmp_path: Path) -> None:
+    async with racing(tmp_path) as (server, ann):
+        conn = server_side(server.hub, ann)
+        splitter = conn.ws.splitter
+        assert splitter is not None and not splitter.halted
+        before = taken(conn)
+        payload = codec.encode_msgpack(m.Ping(1))
+        bare = bytes((0x80 | _OP_BINARY, len(payload))) + payload  # no mask bit
+        write_raw(ann, bare + move(1))
+        with contextlib.suppress(Exception):
+            while True:
+                await ann.recv(timeout=5)
+        assert ann.ws.close_code == CloseCode.PROTOCOL_ERROR
+        assert splitter.halted
+        assert taken(conn) == before

@@ -7,8 +7,9 @@ into reads at arbitrary places.  Whatever the cut, the hook gets exactly the
 payloads of the frames it may take, unmasked and in order; aiohttp's handler
 gets every other frame's bytes, whole and in order, and what came before a
 taken frame reaches it before the hook sees that frame.  The stand-ins for
-aiohttp's handler, queue and parser record what they are handed;
-``test_direct.py`` runs the same splitter under a real server.
+aiohttp's handler and queue record what they are handed; ``test_direct.py`` runs
+the same splitter under a real server, with aiohttp's parser and queue setting its
+hook and halting it.
 """
 
 from __future__ import annotations
@@ -38,17 +39,10 @@ def frame(payload: bytes, first: int = 0x82, *, masked: bool = True) -> bytes:
 
 @dataclass
 class Queue:
-    """aiohttp's queue as the splitter reads it: the hook, what is queued, what was taken."""
+    """aiohttp's queue as the splitter reads it: what is queued, what was taken."""
 
-    hook: Any = None
     _buffer: list[bytes] = field(default_factory=list)
     taken: int = 0
-
-
-@dataclass
-class Parser:
-    stopped: bool = False
-    refused: bool = False
 
 
 @dataclass
@@ -79,8 +73,9 @@ def setup(queues: bool = False, limit: int = 1 << 16) -> tuple[FrameSplitter, Ha
         seen.append((payload, len(handler.got)))  # what the handler had by then
         return not payload.startswith(b"\0")  # a payload starting with 0 is declined
 
-    queue.hook = hook
-    return FrameSplitter(handler, queue, Parser(), limit), handler, seen
+    splitter = FrameSplitter(handler, queue, limit)
+    splitter.hook = hook
+    return splitter, handler, seen
 
 
 payloads = st.binary(max_size=300)
@@ -156,10 +151,10 @@ def test_a_frame_of_the_limit_pipes_every_later_byte_to_aiohttp() -> None:
     assert bytes(handler.got) == large + later  # the move after it is aiohttp's too
 
 
-def test_nothing_is_taken_once_the_parser_refused_or_stopped_or_the_handler_closes() -> None:
-    for attribute in ("refused", "stopped", "_force_close", "_close"):
+def test_nothing_is_taken_once_halted_or_the_handler_closes() -> None:
+    for attribute in ("halted", "_force_close", "_close"):
         splitter, handler, seen = setup()
-        target = handler if attribute.startswith("_") else splitter.parser
+        target = handler if attribute.startswith("_") else splitter
         setattr(target, attribute, True)
         move = frame(b"m1")
         splitter.data_received(move)
@@ -168,7 +163,7 @@ def test_nothing_is_taken_once_the_parser_refused_or_stopped_or_the_handler_clos
 
 def test_no_hook_while_the_read_loop_is_busy_queues_the_move() -> None:
     splitter, handler, seen = setup()
-    splitter.queue.hook = None
+    splitter.hook = None
     move = frame(b"m1")
     splitter.data_received(move)
     assert seen == [] and bytes(handler.got) == move
