@@ -115,6 +115,22 @@ class Connection:
     closed_seen_ms: int | None = None
     #: Framed bytes waiting for the end of the current batch.
     staged: list[bytes] = field(default_factory=list)
+    #: Whether aiohttp's close began (its ``ws._closed``), as a
+    #: :class:`~server.transport.direct.DirectResponse` (every socket of the server's)
+    #: tells it (``ws_tells``); the writes read this instead of ``ws``, an object out of
+    #: the cache at 10,000 players.  Read from ``ws`` when it does not tell.
+    ws_closed: bool = False
+    ws_tells: bool = False
+
+    def __post_init__(self) -> None:
+        ws = self.ws
+        if isinstance(ws, DirectResponse):
+            ws.on_closed = self._ws_closing
+            self.ws_tells = True
+            self.ws_closed = ws._closed
+
+    def _ws_closing(self) -> None:
+        self.ws_closed = True
 
     def send(self, frame: Frame) -> None:
         """Send ``frame`` (encoded for this connection's encoding): now if possible, else queued."""
@@ -163,9 +179,10 @@ class Connection:
             staged.append(header)
             staged.append(data)
             return True
-        # True from the start of a close: no data after the close frame.  Read from
-        # aiohttp's attribute, not its property: a Python call per frame otherwise.
-        if self.ws._closed or transport.is_closing():
+        # True from the start of a close: no data after the close frame.  Kept here
+        # (ws_closed), or read from aiohttp's attribute, not its property: a Python call
+        # per frame otherwise.
+        if (self.ws_closed if self.ws_tells else self.ws._closed) or transport.is_closing():
             return False
         transport.write(header + data)
         return True
@@ -181,7 +198,9 @@ class Connection:
         # connection that wrote, each walked by the garbage collector's next collection.
         staged.clear()
         transport = self.transport
-        if transport is not None and not (self.closed or self.ws._closed or transport.is_closing()):
+        if transport is None or self.closed or transport.is_closing():
+            return
+        if not (self.ws_closed if self.ws_tells else self.ws._closed):
             transport.write(data)
 
     def ping(self, now_ms: int) -> None:

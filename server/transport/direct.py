@@ -167,6 +167,23 @@ class DirectResponse(web.WebSocketResponse):
     direct: DirectQueue | None = None
     masked: MaskedReader | None = None
     splitter: FrameSplitter | None = None
+    #: Called when aiohttp's close begins (it sets ``_closed``), so that a connection's
+    #: writes keep that flag themselves rather than read this object for every frame.
+    on_closed: Callable[[], object] | None = None
+    _closed_now: bool = False
+
+    @property
+    def _closed(self) -> bool:
+        """aiohttp's flag, set at the start of its close: no data may follow the close
+        frame.  Whoever sets it (aiohttp sets it in one place today) also tells
+        :attr:`on_closed`."""
+        return self._closed_now
+
+    @_closed.setter
+    def _closed(self, value: bool) -> None:
+        self._closed_now = value
+        if value and self.on_closed is not None:
+            self.on_closed()
 
     def stop_reading(self) -> None:
         """Parse nothing more: the server gave up on this peer (a flood must not be read

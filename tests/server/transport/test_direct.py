@@ -238,17 +238,20 @@ async def test_a_frame_inside_a_frame_cut_short_is_not_taken_for_a_move(tmp_path
 
 
 async def test_the_writes_read_aiohttps_closed_flag_as_its_property_says(tmp_path: Path) -> None:
-    """A connection's writes read ``ws._closed`` (not the ``closed`` property) to write
-    nothing after a close frame: both say the same from the open to the close."""
+    """A connection's writes keep aiohttp's ``ws._closed`` (told by the response), not
+    the ``closed`` property, to write nothing after a close frame: all say the same from
+    the open to the close."""
     async with racing(tmp_path) as (server, ann):
-        ws = server_side(server.hub, ann).ws
-        assert ws._closed is ws.closed is False
+        conn = server_side(server.hub, ann)
+        ws = conn.ws
+        assert conn.ws_tells
+        assert conn.ws_closed is ws._closed is ws.closed is False
         await ann.ws.close()
         for _ in range(100):
             if ws.closed:
                 break
             await asyncio.sleep(0.02)
-        assert ws._closed is ws.closed is True
+        assert conn.ws_closed is ws._closed is ws.closed is True
 
 
 async def test_the_splitter_holds_the_read_loops_hook_and_halts_with_the_parser(

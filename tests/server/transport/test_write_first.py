@@ -19,6 +19,7 @@ from server.recovery.journal import Journal
 from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
 from server.transport.connection import Connection, Transport
+from server.transport.direct import DirectResponse
 from server.transport.framing import OP_BINARY, WriteBatch, frame_header
 
 
@@ -52,13 +53,15 @@ class Recorded:
         self.real.pause_reading()
 
 
-async def _conn(name: str, batch: WriteBatch, order: list[str]) -> tuple[Connection, socket.socket]:
+async def _conn(
+    name: str, batch: WriteBatch, order: list[str], ws: web.WebSocketResponse | None = None
+) -> tuple[Connection, socket.socket]:
     near, far = socket.socketpair()
     far.setblocking(False)
     transport, _ = await asyncio.get_running_loop().connect_accepted_socket(_Quiet, near)
     recorded: Transport = Recorded(name, transport, order)
-    conn = Connection(web.WebSocketResponse(), Encoding.MSGPACK, "127.0.0.1", len(order), batch,
-                      recorded)
+    conn = Connection(ws or web.WebSocketResponse(), Encoding.MSGPACK, "127.0.0.1", len(order),
+                      batch, recorded)
     return conn, far
 
 
@@ -140,22 +143,41 @@ async def test_a_socket_written_first_is_not_written_again_at_the_end_of_the_bat
 async def test_a_batch_writes_nothing_to_a_socket_whose_close_began_before_it_ended() -> None:
     """Whether a socket is still open is asked when the batch writes, not when a frame is
     staged: a close begun in between (aiohttp's, or the transport's) drops what the batch
-    held for that socket, and only for it."""
+    held for that socket, and only for it.  The server's own response (a DirectResponse)
+    tells its connection of aiohttp's close; a plain one is asked."""
     batch, order = WriteBatch(), list[str]()
     closing_ws, far_ws = await _conn("closing_ws", batch, order)
+    closing_direct, far_direct = await _conn("closing_direct", batch, order, DirectResponse())
     closing_transport, far_transport = await _conn("closing_transport", batch, order)
-    open_, far_open = await _conn("open", batch, order)
+    open_, far_open = await _conn("open", batch, order, DirectResponse())
+    assert closing_direct.ws_tells and not closing_direct.ws_closed
     with batch:
-        for conn in (closing_ws, closing_transport, open_):
+        for conn in (closing_ws, closing_direct, closing_transport, open_):
             conn.send(b"one")
             conn.send(b"two")
         closing_ws.ws._closed = True  # what aiohttp sets at the start of its close
+        closing_direct.ws._set_closed()  # where aiohttp sets it
         assert closing_transport.transport is not None
         closing_transport.transport.close()
         assert order == []
+    assert closing_direct.ws_closed and closing_direct.ws.closed
     assert order == ["open"]
     assert await _read(far_open, len(_framed(b"one", b"two"))) == _framed(b"one", b"two")
     assert await _read(far_ws, 0) == b""
+    assert await _read(far_direct, 0) == b""
     assert await _read(far_transport, 0) == b""
-    for far in (far_ws, far_transport, far_open):
+    for far in (far_ws, far_direct, far_transport, far_open):
+        far.close()
+
+
+async def test_a_socket_whose_close_began_is_not_written_outside_a_batch() -> None:
+    """The same for a frame written at once (no batch): after aiohttp's close began,
+    nothing goes out, whether the response tells its connection or is asked."""
+    order = list[str]()
+    for ws in (web.WebSocketResponse(), DirectResponse()):
+        conn, far = await _conn("alone", WriteBatch(), order, ws)
+        ws._set_closed()
+        conn.send(b"late")
+        assert order == []
+        assert await _read(far, 0) == b""
         far.close()
