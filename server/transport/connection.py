@@ -113,8 +113,11 @@ class Connection:
     pinged_ms: int | None = None
     #: Server time the heartbeat first saw this connection closed and still open.
     closed_seen_ms: int | None = None
-    #: Framed bytes waiting for the end of the current batch.
-    staged: list[bytes] = field(default_factory=list)
+    #: Framed bytes waiting for the end of the current batch, in one piece: bytes, not
+    #: a list of them, so a write touches one object less (a list per connection was
+    #: two more lines of memory out of the cache at 10,000 players), and the garbage
+    #: collector does not track them.
+    staged: bytes = b""
     #: Whether aiohttp's close began (its ``ws._closed``), as a
     #: :class:`~server.transport.direct.DirectResponse` (every socket of the server's)
     #: tells it (``ws_tells``); the writes read this instead of ``ws``, an object out of
@@ -155,10 +158,10 @@ class Connection:
         staged = self.staged
         if staged and isinstance(frame, bytes):
             # The batch holds frames of this socket: it took data when the first was
-            # staged, and nothing was written since (a spectator's frames of one flush).
+            # staged, and nothing was written since.
             size = len(frame)
-            staged.append(BINARY_HEADERS[size] if size < TABLED else frame_header(OP_BINARY, size))
-            staged.append(frame)
+            header = BINARY_HEADERS[size] if size < TABLED else frame_header(OP_BINARY, size)
+            self.staged = b"".join((staged, header, frame))
             return True
         transport = self.transport
         if transport is None or transport.get_write_buffer_size():
@@ -174,10 +177,11 @@ class Connection:
         if batch.depth:
             # Whether the socket is still open is asked once, when the batch writes
             # (write_staged), not for each frame it holds.
-            if not staged:
+            if staged:
+                self.staged = b"".join((staged, header, data))
+            else:
                 batch.staged.append(self)
-            staged.append(header)
-            staged.append(data)
+                self.staged = header + data
             return True
         # True from the start of a close: no data after the close frame.  Kept here
         # (ws_closed), or read from aiohttp's attribute, not its property: a Python call
@@ -189,14 +193,10 @@ class Connection:
 
     def write_staged(self) -> None:
         """Write what the batch held back, in one piece (dropped if the socket went)."""
-        staged = self.staged
-        if not staged:  # written already (WriteBatch.write_now), or nothing held back
+        data = self.staged
+        if not data:  # written already (WriteBatch.write_now), or nothing held back
             return
-        # Mostly one frame (its header and its payload): two pieces are joined as a pair.
-        data = staged[0] + staged[1] if len(staged) == 2 else b"".join(staged)
-        # Emptied, not replaced: a new list per write would be a young object of every
-        # connection that wrote, each walked by the garbage collector's next collection.
-        staged.clear()
+        self.staged = b""
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
             return
@@ -223,7 +223,7 @@ class Connection:
         would keep a socket that waits to flush open for good."""
         self.closed = True
         self.outbox.clear()
-        self.staged.clear()
+        self.staged = b""
         if self.transport is not None:
             self.transport.abort()
         else:
@@ -243,7 +243,7 @@ class Connection:
             return
         self.closed = True
         self.outbox.clear()
-        self.staged.clear()
+        self.staged = b""
         text = (reason or CLOSE_TEXT[code])[:120]
         closing = encode(Closing(int(code), text), self.encoding)
         data, opcode = (closing.encode(), OP_TEXT) if isinstance(closing, str) else (
