@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgpack
+from mypy_extensions import mypyc_attr
 
 from bench.load_stats import Meters as Meters  # re-exported: the jobs import it from here
 from bench.load_wire import OP_BINARY, SATURATION_CYCLE_S, Pacer, WireClient, connect, pace_from_env
@@ -151,6 +152,7 @@ def peek_tag(frame: bytes) -> str | None:
     return frame[start : start + size].decode("ascii", "replace")
 
 
+@mypyc_attr(native_class=False)  # compiled, a builtin exception is not subclassed
 class SetupError(RuntimeError):
     """The server refused or dropped something while the load was being set up."""
 

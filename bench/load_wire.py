@@ -45,6 +45,8 @@ import time
 from collections.abc import Callable
 from typing import Final, cast
 
+from mypy_extensions import mypyc_attr
+
 from server.transport.framing import frame_extent
 
 _GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -53,6 +55,7 @@ OP_CLOSE, OP_PING, OP_PONG = 0x8, 0x9, 0xA
 MAX_FRAME: Final = 1 << 20
 
 
+@mypyc_attr(native_class=False)  # compiled, a builtin exception is not subclassed
 class WireError(ConnectionError):
     """The handshake failed or the server sent something this client does not speak."""
 

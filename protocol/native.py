@@ -13,8 +13,8 @@ commit checked out), or the manifest is missing while extension modules are ther
 module from its source, and says so once on stderr.  ``TRIPEAKS_PURE=1`` does the
 same without a word (the tests of the pure-Python fallback use it).
 
-Called when the ``protocol`` and ``server`` packages are imported, before any of
-their modules; the check costs one read of each compiled module's source.
+Called when the ``protocol``, ``server`` and ``bench`` packages are imported, before
+any of their modules; the check costs one read of each compiled module's source.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 MANIFEST: Final = ROOT / "build" / "native" / "manifest.txt"
 #: Set to ``1``: run the pure-Python modules even when a fresh build is there.
 PURE_ENV: Final = "TRIPEAKS_PURE"
-#: The packages whose modules may be compiled.
-PACKAGES: Final = ("protocol", "server")
+#: The packages whose modules may be compiled (``bench``: the load generator's).
+PACKAGES: Final = ("protocol", "server", "bench")
 
 
 class SourceOnly:

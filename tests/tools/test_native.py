@@ -66,7 +66,7 @@ def test_make_rebuilds_when_a_c_twin_changes() -> None:
 @needs_build
 def test_a_fresh_build_is_what_runs() -> None:
     for module in ("protocol.rules.game", "server.race.room", "server.reader",
-                   "protocol.deals.groups"):
+                   "protocol.deals.groups", "bench.load_game"):
         path, err = _where(module, ROOT)
         assert path.endswith(".so"), (module, path)
         assert "stale" not in err
@@ -106,7 +106,7 @@ def test_pure_on_request_loads_every_module_from_source() -> None:
 def test_an_edited_source_turns_the_whole_build_off_and_says_so(tmp_path: Path) -> None:
     """A copy of the tree with one compiled module edited: that module and every other
     compiled one load from source (they call each other directly when compiled)."""
-    for package in ("protocol", "server"):
+    for package in ("protocol", "server", "bench"):
         shutil.copytree(ROOT / package, tmp_path / package)
     (tmp_path / "build" / "native").mkdir(parents=True)
     shutil.copy(native.MANIFEST, tmp_path / "build" / "native" / "manifest.txt")
@@ -123,7 +123,7 @@ def test_an_edited_source_turns_the_whole_build_off_and_says_so(tmp_path: Path) 
 @needs_build
 def test_an_edited_c_twin_turns_the_build_off_and_says_so(tmp_path: Path) -> None:
     """The manifest's digest of a module with a C twin covers the .c file too."""
-    for package in ("protocol", "server"):
+    for package in ("protocol", "server", "bench"):
         shutil.copytree(ROOT / package, tmp_path / package)
     (tmp_path / "build" / "native").mkdir(parents=True)
     shutil.copy(native.MANIFEST, tmp_path / "build" / "native" / "manifest.txt")
@@ -140,7 +140,7 @@ def test_an_edited_c_twin_turns_the_build_off_and_says_so(tmp_path: Path) -> Non
 
 @needs_build
 def test_compiled_modules_without_a_manifest_do_not_run(tmp_path: Path) -> None:
-    for package in ("protocol", "server"):
+    for package in ("protocol", "server", "bench"):
         shutil.copytree(ROOT / package, tmp_path / package)
     path, err = _where("protocol.wire.fast", tmp_path)
     assert path.endswith("fast.py"), path
@@ -148,7 +148,7 @@ def test_compiled_modules_without_a_manifest_do_not_run(tmp_path: Path) -> None:
 
 
 def test_without_a_build_nothing_is_said(tmp_path: Path) -> None:
-    for package in ("protocol", "server"):
+    for package in ("protocol", "server", "bench"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.so"))
     path, err = _where("server.race.room", tmp_path)
     assert path.endswith("room.py") and err == ""
@@ -156,7 +156,7 @@ def test_without_a_build_nothing_is_said(tmp_path: Path) -> None:
 
 def _tree_without_build(tmp_path: Path) -> Path:
     """A copy of the packages, the build tool and the mypy settings, nothing compiled."""
-    for package in ("protocol", "server", "tools"):
+    for package in ("protocol", "server", "bench", "tools"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.so"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
