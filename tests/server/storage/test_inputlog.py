@@ -4,7 +4,9 @@ connection, durable when they return, clear when refused, readable after a resta
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,7 +16,13 @@ import pytest
 
 from server.recovery.log import Run
 from server.storage.inputlog import SqlInputLog
-from server.storage.sqlite_inputlog import FOLD_ROWS, ROWS_PER_STATEMENT, TAILS, SqliteAppender
+from server.storage.sqlite_inputlog import (
+    FOLD_NICE,
+    FOLD_ROWS,
+    ROWS_PER_STATEMENT,
+    TAILS,
+    SqliteAppender,
+)
 from server.storage.store import RaceStore, StorageError
 
 LOG_TABLES = ("room_inputs", *TAILS)
@@ -206,6 +214,29 @@ async def test_appends_go_to_a_tail_that_a_fold_moves_into_room_inputs(
         assert stored_rows(path, ["room_inputs"]) == sorted([*folded, ("A", 2, 1, '{"a":2}')])
         assert await log.read("A") == [(0, 1, '{"a":0}'), (1, 1, '{"a":1}'), (2, 1, '{"a":2}')]
         assert appender.fold_problem is None
+    finally:
+        await log.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority is Linux's")
+async def test_the_fold_runs_at_the_lowest_priority_and_the_appends_at_the_loops(
+    file_store: RaceStore,
+) -> None:
+    """The folding thread is niced (it takes the event loop's idle moments); the appends'
+    thread, which every answer waits for, and the loop's are not."""
+    log = SqlInputLog(file_store, fold_every_s=0)
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    try:
+        await log.append([Run("A", 0, 1, ['{"a":0}'])])
+        appender = appender_of(log)
+        await eventually(lambda: appender.folder_id is not None and appender.folds >= 1)
+        assert appender.folder_id is not None
+        assert os.getpriority(os.PRIO_PROCESS, appender.folder_id) == FOLD_NICE
+        appends = appender._thread
+        assert appends is not None and appends.native_id is not None
+        assert os.getpriority(os.PRIO_PROCESS, appends.native_id) == own
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
+        assert await log.read("A") == [(0, 1, '{"a":0}')]
     finally:
         await log.close()
 
