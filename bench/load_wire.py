@@ -5,7 +5,9 @@ connections and must stay well below the server's cost per frame, or the
 benchmark measures itself.  aiohttp's and websockets' clients hand every
 frame to a coroutine (a future, a task wake-up, a queue); here a frame is a
 plain callback straight from ``data_received``, and a move is written to the
-transport from a timer or from the previous answer, with no task at all.
+transport from a timer or from the previous answer, with no task at all.  It is
+compiled with the server's hot path (``tools/native.py``), as is the game's
+generator (:mod:`bench.load_game`).
 
 It speaks just what the benchmark needs: the opening handshake with one
 subprotocol, masked binary frames out, unfragmented binary frames in, ping
