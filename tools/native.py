@@ -81,7 +81,7 @@ GROUP: Final = "server.native"
 #: The load generator's per-frame modules (``bench.load_wire``, ``bench.load_stats``,
 #: ``bench.load_game``) are compiled too: a generator driving 10,000 players from one
 #: core took 88-92% of it as Python and its own delays then counted in the round trips;
-#: compiled, 72-74% (performance.md).  The echo baseline uses the same client.
+#: compiled, 72-80% (performance.md).  The echo baseline uses the same client.
 MODULES: Final = (
     "protocol.rules.layout",
     "protocol.rules.game",

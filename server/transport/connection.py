@@ -135,6 +135,12 @@ class Connection:
     def _ws_closing(self) -> None:
         self.ws_closed = True
 
+    def _ws_close_began(self) -> bool:
+        """Whether aiohttp's close began: no data may follow the close frame.  Kept here
+        (``ws_closed``), or read from aiohttp's attribute, not its property (a Python call
+        per frame otherwise)."""
+        return self.ws_closed if self.ws_tells else self.ws._closed
+
     def send(self, frame: Frame) -> None:
         """Send ``frame`` (encoded for this connection's encoding): now if possible, else queued."""
         if self.closed:
@@ -183,10 +189,7 @@ class Connection:
                 batch.staged.append(self)
                 self.staged = header + data
             return True
-        # True from the start of a close: no data after the close frame.  Kept here
-        # (ws_closed), or read from aiohttp's attribute, not its property: a Python call
-        # per frame otherwise.
-        if (self.ws_closed if self.ws_tells else self.ws._closed) or transport.is_closing():
+        if self._ws_close_began() or transport.is_closing():
             return False
         transport.write(header + data)
         return True
@@ -198,9 +201,8 @@ class Connection:
             return
         self.staged = b""
         transport = self.transport
-        if transport is None or self.closed or transport.is_closing():
-            return
-        if not (self.ws_closed if self.ws_tells else self.ws._closed):
+        if not (transport is None or self.closed or self._ws_close_began()
+                or transport.is_closing()):
             transport.write(data)
 
     def ping(self, now_ms: int) -> None:
