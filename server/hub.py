@@ -88,6 +88,7 @@ from server.race.ratelimit import AddressLimiter, CreditBucket
 from server.race.room import Room
 from server.race.room_types import RoomTimings
 from server.race.spectate import UPDATE_PARTS, pack_updates
+from server.recovery.codec import move_head
 from server.recovery.journal import Journal
 from server.storage.inputlog import SqlInputLog
 from server.storage.players import Players
@@ -112,6 +113,27 @@ _SAMPLE: Final = Metrics.MOVE_SAMPLE
 #: (named here so the move fast path makes no call or dict lookup for them).
 _SEATED_MOVES: Final = MOVE_PHASES[m.Role.PLAYER]
 _UNSEATED_MOVES: Final = MOVE_PHASES[None]
+
+
+class MoveRoute:
+    """What one connection's moves went through last (its reader keeps it): the session,
+    the room's handle and the start of the moves' log entries.
+
+    With 10,000 players the registries of sessions by connection and of rooms by code
+    are out of the caches, and looking both up took about 3% of the server's time
+    (performance-log.md, twenty-ninth part).  :meth:`Hub.fast_move` trusts what is
+    kept only while it still holds: the session's ``conn`` is still this connection
+    (:class:`~server.race.lobby.Session` says why that is enough), and the handle is
+    not :attr:`~server.hub_rooms.RoomHandle.gone` and is of the session's room.
+    """
+
+    __slots__ = ("handle", "head", "session")
+
+    def __init__(self) -> None:
+        self.session: Session[Connection] | None = None
+        self.handle: RoomHandle | None = None
+        #: :func:`server.recovery.codec.move_head` of the session's player.
+        self.head = ""
 
 
 def _news(message: m.ServerMessage, encoding: codec.Encoding) -> Frame:
@@ -186,7 +208,7 @@ class Hub:
         #: for curiosity: a compiled hub's methods cannot be wrapped to count them).
         self.flushes_one_pass = 0
         self.flushes_general = 0
-        self._by_conn = self.lobby.by_conn  # read on every move
+        self._by_conn = self.lobby.by_conn  # read when a move's route changes
         #: Background tasks (:meth:`spawn`); shutdown cancels whatever is left.
         self.tasks: set[asyncio.Task[None]] = set()
         #: The last message broadcast and its frames by dialect (``b""``: not sent in that
@@ -716,7 +738,9 @@ class Hub:
         return self.storing.writer
 
     # ---- the move fast path ----------------------------------------------------------
-    def fast_move(self, conn: Connection, frame: bytes, now_ms: int) -> bool:
+    def fast_move(
+        self, conn: Connection, frame: bytes, now_ms: int, route: MoveRoute | None = None
+    ) -> bool:
         """Answer ``frame`` if it is a plain msgpack move from a racing player; False to take
         the general path.
 
@@ -726,14 +750,28 @@ class Hub:
         still happens (the engine's, the sequence number's), and anything else goes the
         general way, so replies and error codes are those of the general path
         (``tests/server/test_fastpath.py`` compares them).  The caller has spent the
-        frame's credit and checked the connection speaks msgpack.
+        frame's credit and checked the connection speaks msgpack.  ``route``: what the
+        connection's last move went through (:class:`MoveRoute`), checked, then kept up to
+        date; without one, everything is looked up.
         """
-        session = self._by_conn.get(conn)
-        if session is None or session.room is None or self.closing:
+        if route is None:
+            route = MoveRoute()
+        session = route.session
+        if session is None or session.conn is not conn:
+            session = self._by_conn.get(conn)
+            if session is None:
+                return False
+            route.session = session
+            route.head = move_head(session.identity.player_id)
+        code = session.room
+        if code is None or self.closing:
             return False
-        handle = self.handles.get(session.room)
-        if handle is None:
-            return False
+        handle = route.handle
+        if handle is None or handle.gone or handle.room.code != code:
+            handle = self.handles.get(code)
+            if handle is None:
+                return False
+            route.handle = handle
         room = handle.room
         pid = session.identity.player_id
         # Only a seated member may move; anyone else takes the general path, which
@@ -757,7 +795,7 @@ class Hub:
             conn.send(move_result_msgpack(outcome))
         else:
             if outcome[FRESH]:  # a resend changed nothing: nothing to log
-                journal.record_move(room.code, pid, seq, action, position, now_ms)
+                journal.record_move_after(code, route.head, seq, action, position, now_ms)
             if journal.holding:
                 journal.hold_answer(conn, move_result_msgpack(outcome))
             else:

@@ -55,6 +55,9 @@ class RoomHandle:
     watching: list[Connection] = field(default_factory=list)
     members_version: int = -1
     members_epoch: int = -1
+    #: The hub no longer holds the room by this handle (:func:`forget`, or a handle put in
+    #: its place): a move fast path that kept it (:class:`server.hub.MoveRoute`) looks again.
+    gone: bool = False
 
 
 class Shell(Protocol):
@@ -91,7 +94,7 @@ def opened(hub: Shell, out: RoomOpened) -> None:
     """The lobby opened a room: its handle, and its first input logged."""
     if hub.journal is not None and out.logged is not None:
         hub.journal.record(out.code, out.logged)
-    hub.handles[out.code] = _handle(hub.lobby.rooms[out.code])
+    _replace(hub, _handle(hub.lobby.rooms[out.code]))
     logs.event("room_created", room=out.code, host=out.host, public=out.public)
 
 
@@ -99,7 +102,7 @@ def restore(hub: Shell, rebuilt: Rebuilt) -> None:
     """Take back a room rebuilt from its log (:mod:`server.recovery.resume`)."""
     room = rebuilt.room
     hub.lobby.restore(room, rebuilt.members)
-    handle = hub.handles[room.code] = _handle(room)
+    handle = _replace(hub, _handle(room))
     if hub.journal is not None:
         hub.journal.open(room.code, rebuilt.next_index)
     for record in rebuilt.records:
@@ -113,6 +116,15 @@ def restore(hub: Shell, rebuilt: Rebuilt) -> None:
                members=len(rebuilt.members))
 
 
+def _replace(hub: Shell, handle: RoomHandle) -> RoomHandle:
+    """``handle`` is the hub's for its room from now on; one it held before is gone."""
+    before = hub.handles.get(handle.room.code)
+    if before is not None:
+        before.gone = True
+    hub.handles[handle.room.code] = handle
+    return handle
+
+
 def forget(hub: Shell, handle: RoomHandle) -> None:
     """The room is closed (or another node holds it now): its timers, log and handle go."""
     for timer in handle.timers.values():
@@ -120,6 +132,8 @@ def forget(hub: Shell, handle: RoomHandle) -> None:
     handle.timers.clear()
     if hub.journal is not None:
         hub.journal.forget(handle.room.code)
-    hub.handles.pop(handle.room.code, None)
+    if hub.handles.get(handle.room.code) is handle:
+        del hub.handles[handle.room.code]
+    handle.gone = True
     hub.lobby.forget_room(handle.room.code)
     logs.event("room_closed", room=handle.room.code)

@@ -13,7 +13,7 @@ with 1008, so a flood is closed whether or not it is paced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from protocol.wire import codec
@@ -21,7 +21,7 @@ from protocol.wire import messages as m
 from protocol.wire.errors import CloseCode, ErrorCode, ProtocolError
 from server import logs
 from server.config import Settings
-from server.hub import Hub
+from server.hub import Hub, MoveRoute
 from server.race.ratelimit import CreditBucket
 from server.transport.connection import Connection, Frame
 
@@ -50,6 +50,8 @@ class ConnectionReader:
     bucket: CreditBucket
     settings: Settings
     bad_frames: int = 0
+    #: What this connection's last move went through (:meth:`Hub.fast_move`).
+    route: MoveRoute = field(default_factory=MoveRoute)
 
     def deadline(self) -> tuple[float, CloseCode] | None:
         """Before ``hello`` and outside a room a silent connection is closed."""
@@ -130,7 +132,7 @@ class ConnectionReader:
             return False
         hub = self.hub
         try:
-            if not hub.fast_move(self.conn, frame, now):
+            if not hub.fast_move(self.conn, frame, now, self.route):
                 return False
         except Exception:
             logs.failure("handler_failed", conn=self.conn.conn_id, message=m.MoveRequest.TAG)

@@ -54,6 +54,9 @@ class Session(Generic[C]):
     """A player's identity across connections (reclaimed with the token).
 
     A plain class, not a dataclass: mypyc compiles no generic dataclass (tools/native.py).
+    ``conn`` is the connection :attr:`Lobby.by_conn` maps to this session, and ``None``
+    when none does: the hub's move fast path trusts a session it kept for a connection
+    while its ``conn`` is still that connection (:class:`server.hub.MoveRoute`).
     """
 
     __slots__ = ("conn", "credit", "digest", "identity", "room", "token")
@@ -313,6 +316,7 @@ class Lobby(Generic[C]):
                 self.by_player.pop(session.identity.player_id, None)
                 if session.conn is not None:
                     self.by_conn.pop(session.conn, None)
+                    session.conn = None
         for digest, session in list(self.restored.items()):
             if session.room == code:
                 del self.restored[digest]

@@ -172,8 +172,16 @@ class Journal:
     ) -> None:
         """:meth:`record` of a :class:`~server.race.inputs.Moved` from its fields (the move
         fast path makes no input object)."""
+        self.record_move_after(room, codec.move_head(player_id), seq, action, position, now_ms)
+
+    def record_move_after(
+        self, room: str, head: str, seq: int, action: MoveAction, position: int | None,
+        now_ms: int,
+    ) -> None:
+        """:meth:`record_move` of the player whose :func:`~server.recovery.codec.move_head`
+        is ``head``."""
         if room in self._next and not self._closed:
-            self._staged.append(codec.encode_move(player_id, seq, action, position, now_ms))
+            self._staged.append(codec.encode_move_after(head, seq, action, position, now_ms))
             self._staged_rooms.append(room)
             if not self._releasing:
                 self.holding = True

@@ -338,3 +338,31 @@ def test_a_spectator_resuming_with_the_token_is_retuned_and_caught_up_in_the_sam
         CancelTimer("grace:p-c2"), Send("p-c2", room.state(m.Role.SPECTATOR)), Snapshot("p-c2")
     ]
     assert lob.room_of("c3") is room and room.role_of("p-c2") is m.Role.SPECTATOR
+
+
+def test_a_session_names_the_connection_that_maps_to_it_and_only_that_one() -> None:
+    """``Session.conn`` is ``c`` exactly while ``by_conn[c]`` is the session: the move fast
+    path (``server.hub.MoveRoute``) trusts a kept session on that alone."""
+    lob = lobby()
+
+    def holds() -> None:
+        for session in [*lob.sessions.values(), *lob.restored.values()]:
+            if session.conn is not None:
+                assert lob.by_conn.get(session.conn) is session
+        for conn, session in lob.by_conn.items():
+            assert session.conn == conn
+
+    code = open_room(lob, "c1")
+    hello(lob, "c2", "bob")
+    lob.join("c2", m.Join(code), code, 1000)
+    holds()
+    token = welcome(hello(lob, "c3", "ann", token="t-c1")).token  # ann again, on c3
+    assert token == "t-c1"
+    holds()
+    lob.connection_lost("c2", 2000)
+    holds()
+    kept = lob.session_of("c3")
+    assert kept is not None
+    lob.drop_sessions(code)  # another node holds the room now
+    holds()
+    assert kept.conn is None and lob.session_of("c3") is None
