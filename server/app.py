@@ -187,16 +187,18 @@ async def _start(
     """The input log, the hub and its rooms: every room the log holds is back (or, in
     cluster mode, ready to be taken over) when this returns.  What must be closed goes
     on ``opened``."""
-    gap = settings.log_commit_gap_s
+    gap, busy_gap = settings.log_commit_gap_s, settings.log_commit_gap_busy_s
     if settings.cluster:
         node, cluster_log = _cluster_node(settings, app)
         opened.push_async_callback(_stop_node, app, node)
         # Each room is fenced by its own lease's epoch.
-        journal = Journal(cluster_log, 1, commit_gap_s=gap)
+        journal = Journal(cluster_log, 1, commit_gap_s=gap, busy_gap_s=busy_gap)
     else:
         log = SqlInputLog(app[STORE])
         opened.push_async_callback(log.close)  # after the hub's last commit (on_shutdown)
-        journal = Journal(log, await log.max_epoch() + 1, commit_gap_s=gap)
+        journal = Journal(
+            log, await log.max_epoch() + 1, commit_gap_s=gap, busy_gap_s=busy_gap
+        )
     app[HUB] = Hub(settings, app[STORE], app[_EXECUTOR], journal)
     # First of all after a failed start; after a stop, on_shutdown has stopped the hub.
     opened.push_async_callback(shut_down, app[HUB])

@@ -107,6 +107,10 @@ class Settings:
     log_commit_gap_s: float = field(
         default=0.01, metadata=_doc("least time between input-log commits (busy: larger groups)")
     )
+    log_commit_gap_busy_s: float = field(
+        default=0.02,
+        metadata=_doc("the same while the event loop is busy (its thread 75% on a CPU)"),
+    )
     redis_url: str = field(
         default="",
         metadata=_doc("redis://HOST:PORT/DB or unix:///PATH: cluster mode (needs a PostgreSQL db)"),
@@ -139,6 +143,11 @@ class Settings:
             )
         if self.progress_hz <= 0:
             raise SettingsError("progress_hz must be positive")
+        if self.log_commit_gap_busy_s < self.log_commit_gap_s:
+            raise SettingsError(
+                f"log_commit_gap_busy_s ({self.log_commit_gap_busy_s}) must be at least "
+                f"log_commit_gap_s ({self.log_commit_gap_s})"
+            )
         if not 0 < self.abuse_share <= 1:
             raise SettingsError(f"abuse_share must be in (0, 1], got {self.abuse_share}")
         if self.abuse_window_s <= 0:

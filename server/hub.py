@@ -195,6 +195,8 @@ class Hub:
         self.hot: HotCounts = self.metrics.hot
         if journal is not None:
             journal.on_commit = self.metrics.log_commit_seconds.observe
+            journal.on_gap = self._commit_gap_changed
+            self.metrics.log_commit_gap_seconds.set(journal.gap_s)
             if isinstance(journal.log, SqlInputLog):
                 journal.log.on_fold_step(self.metrics.log_fold_step_seconds.observe)
         #: Claimed names; the messages of connections whose hello is being checked.
@@ -822,6 +824,13 @@ class Hub:
         if self.journal is not None:
             self.journal.poll()
         self.flushes.poll(now_ms)
+
+    def _commit_gap_changed(self, gap_s: float, share: float) -> None:
+        """The input log's commit gap changed with the event loop's load."""
+        self.metrics.log_commit_gap_seconds.set(gap_s)
+        logs.event(
+            "log_commit_gap", gap_ms=round(gap_s * 1000, 1), loop_busy_pct=round(share * 100)
+        )
 
     def _move_started(self) -> float:
         """Count a move; when it is one of the sampled ones, the time it started (else 0)."""

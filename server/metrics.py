@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
@@ -126,6 +126,11 @@ class Metrics:
             "tripeaks_log_fold_step_seconds",
             "Time of one step of the input log's fold (a commit waits only for a copy)",
             buckets=_COMMIT_BUCKETS,
+            registry=reg,
+        )
+        self.log_commit_gap_seconds = Gauge(
+            "tripeaks_log_commit_gap_seconds",
+            "Least time between two input log commits now (longer while the loop is busy)",
             registry=reg,
         )
         self.stored_races = Counter("tripeaks_races_stored", "Races written", registry=reg)

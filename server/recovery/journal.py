@@ -10,7 +10,12 @@ order they came.  While one commit runs, the next group gathers, so the log
 costs one commit per batch of inputs, not one per input.  A commit starts at
 least ``commit_gap_s`` after the one before: an idle server commits at once,
 a busy one in larger groups (each costs a transaction and a sync whatever its
-size, and the outputs it releases join into fewer writes).
+size, and the outputs it releases join into fewer writes).  While the event
+loop itself is busy (its thread on a CPU three quarters of the time or more,
+:class:`LoopLoad`) the gap is ``busy_gap_s``, longer: at 10,000 players on one
+core a gap of 20 ms rather than 10 left the server 85-87% of the core against
+92-96%, where at 6,000 it saved little and cost 10 ms of the round trips' p99
+(performance-log.md, twenty-ninth part).
 
 A log that can take an append without being awaited
 (:class:`~server.recovery.log.Submitting`: a SQLite file) is handed each group
@@ -61,6 +66,42 @@ _encode: Final = codec.encode
 RETRIES: Final[tuple[float, ...]] = (0.05, 0.25, 1.0)
 #: In the held outputs, in place of a frame: call the action itself.
 _CALL: Final = object()
+#: The event loop counts as busy once its thread was on a CPU this share of the wall time
+#: or more, over a window of at least :data:`LOAD_WINDOW_S`, and calm again below
+#: :data:`CALM_SHARE` (:class:`LoopLoad`).
+BUSY_SHARE: Final = 0.75
+CALM_SHARE: Final = 0.6
+LOAD_WINDOW_S: Final = 0.25
+
+
+class LoopLoad:
+    """Whether the event loop is busy: the share of wall time its thread spent on a CPU
+    over the last window, with the two thresholds above between busy and calm (so a
+    load near one of them does not flip it at every window).  Pure: the times come in.
+    """
+
+    __slots__ = ("_cpu", "_wall", "busy", "share")
+
+    def __init__(self) -> None:
+        self.busy = False
+        #: The share measured over the last full window.
+        self.share = 0.0
+        self._wall = -math.inf
+        self._cpu = 0.0
+
+    def update(self, wall_s: float, cpu_s: float) -> bool:
+        """Note the loop thread's CPU time ``cpu_s`` at wall time ``wall_s`` (seconds, each
+        on its own clock); True when this ends a window and :attr:`busy` changed."""
+        elapsed = wall_s - self._wall
+        if elapsed < LOAD_WINDOW_S:
+            return False
+        first = self._wall == -math.inf
+        self.share = 0.0 if first else (cpu_s - self._cpu) / elapsed
+        self._wall, self._cpu = wall_s, cpu_s
+        busy = self.share >= (CALM_SHARE if self.busy else BUSY_SHARE)
+        changed = busy != self.busy
+        self.busy = busy
+        return changed
 
 
 class Sender(Protocol):
@@ -92,11 +133,22 @@ class Journal:
         epoch: int,
         batch: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
         commit_gap_s: float = 0.0,
+        busy_gap_s: float | None = None,
+        cpu_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self.log = log
         self.epoch = epoch
         self.batch = batch
         self.commit_gap_s = commit_gap_s
+        #: The gap while the event loop is busy (:class:`LoopLoad`; ``None``: always
+        #: ``commit_gap_s``), and the gap now.
+        self.busy_gap_s = commit_gap_s if busy_gap_s is None else busy_gap_s
+        self.gap_s = commit_gap_s
+        #: Called with the gap and the loop's share of a CPU whenever the gap changes.
+        self.on_gap: Callable[[float, float], None] = lambda gap_s, share: None
+        self._load = LoopLoad()
+        #: The CPU time of the thread it is called on: the loop's, at each commit's start.
+        self._cpu_clock = cpu_clock
         #: Why the last commit failed, until one succeeds.
         self.problem: str | None = None
         #: True when an output must wait (:meth:`hold`) for inputs not yet durable: kept
@@ -278,7 +330,7 @@ class Journal:
 
     def _gap_left(self) -> float:
         """Seconds until the next commit may begin (the gap after the last one's start)."""
-        return self._last_start + self.commit_gap_s - time.monotonic()
+        return self._last_start + self.gap_s - time.monotonic()
 
     def _resume(self) -> None:
         """The parked chain goes on with what just came: at the end of the gap, by its
@@ -319,7 +371,9 @@ class Journal:
     def _take(self) -> _Group | None:
         """Everything recorded, held and dropped since the last commit began: the next
         commit's group (``None``: nothing)."""
-        self._last_start = time.monotonic()
+        now = self._last_start = time.monotonic()
+        if self.busy_gap_s != self.commit_gap_s:
+            self._pace(now)
         self._wake.clear()
         self._woken = False
         if not (self._staged or self._held or self._drops):
@@ -331,6 +385,14 @@ class Journal:
         self._staged_rooms, self._staged, self._held, self._drops = [], [], [], []
         self._busy = self.holding = True
         return group
+
+    def _pace(self, now: float) -> None:
+        """The gap from the loop's load: ``busy_gap_s`` while the loop is busy, else
+        ``commit_gap_s`` (the module docstring says why)."""
+        load = self._load
+        if load.update(now, self._cpu_clock()):
+            self.gap_s = self.busy_gap_s if load.busy else self.commit_gap_s
+            self.on_gap(self.gap_s, load.share)
 
     def _launch(
         self, rooms: list[str], staged: list[Logged | str], held: list[Any], drops: list[str]

@@ -296,6 +296,7 @@ def test_settings_come_from_flags_then_environment_then_defaults() -> None:
         {"TRIPEAKS_LOG_LEVEL": "LOUD"},
         {"TRIPEAKS_TRUSTED_PROXIES": "not-a-network"},
         {"TRIPEAKS_PLAYER_RATE": "-1"},
+        {"TRIPEAKS_LOG_COMMIT_GAP_BUSY_S": "0.005"},  # under log_commit_gap_s
     ],
 )
 def test_bad_settings_are_refused_with_a_message_naming_them(env: dict[str, str]) -> None:

@@ -14,7 +14,7 @@ from typing import cast
 import pytest
 
 from protocol.wire.messages import MoveAction
-from server.recovery.journal import RETRIES, Journal
+from server.recovery.journal import RETRIES, Journal, LoopLoad
 from server.storage.inputlog import LogRun, SqlInputLog
 from server.storage.sqlite import SQLITE_BUSY_TIMEOUT_S
 from server.storage.store import RaceStore
@@ -376,3 +376,92 @@ async def test_closing_while_the_next_commit_waits_for_its_gap_commits_it_first(
     assert loop.time() - began >= 0.3
     assert socket.sent == [(1, 1), (2, 2)]
     assert log.submitted == 2 and log.awaited == 0
+
+
+def test_the_loops_load_is_busy_from_three_quarters_and_calm_again_under_six_tenths() -> None:
+    load = LoopLoad()
+    assert not load.update(0.0, 0.0) and not load.busy  # the first look starts a window
+    assert not load.update(0.1, 0.1) and not load.busy  # a window is a quarter second
+    assert load.update(0.3, 0.225) and load.busy and load.share == pytest.approx(0.75)
+    assert not load.update(0.6, 0.42) and load.busy  # 65%: between the two, still busy
+    assert load.update(0.9, 0.57) and not load.busy and load.share == pytest.approx(0.5)
+    assert not load.update(1.2, 0.78) and not load.busy  # 70%: not yet busy again
+    assert not load.update(3.2, 0.79) and load.share == pytest.approx(0.005)  # a quiet spell
+
+
+async def test_a_busy_loops_commits_come_the_busy_gap_apart_and_a_calm_ones_the_gap(
+    file_store: RaceStore,
+) -> None:
+    """The loop's thread kept on the CPU (a long turn reading frames, the journal polled
+    after each) makes the gap the busy one; awaiting between moves, it comes back."""
+    log = SqlInputLog(file_store)
+    journal = Journal(log, 1, commit_gap_s=0.01, busy_gap_s=0.08)
+    changes: list[tuple[float, float]] = []
+    journal.on_gap = lambda gap, share: changes.append((gap, share))
+    journal.start()
+    try:
+        socket = Socket(path_of(file_store))
+        journal.open("A")
+        seq = 0
+
+        def move() -> None:
+            """A move, then a fifth of a millisecond on the CPU (reading the next)."""
+            nonlocal seq
+            seq += 1
+            journal.record_move("A", "p1", seq, MoveAction.DRAW, None, seq)
+            journal.hold_send(socket, seq)
+            journal.poll()
+            until = time.perf_counter() + 0.0002
+            while time.perf_counter() < until:
+                pass
+
+        move()
+        await asyncio.sleep(0)  # the committer task hands the first group over: a chain
+        began = time.perf_counter()
+        while journal.gap_s == 0.01:  # on the CPU without a pause
+            move()
+            assert time.perf_counter() - began < 2.0, "the loop never counted as busy"
+        assert changes == [(0.08, pytest.approx(1.0, abs=0.25))]
+        commits, began = journal.commits, time.perf_counter()
+        while time.perf_counter() - began < 0.8:
+            move()
+        assert journal.commits - commits <= 0.8 / 0.08 + 1
+        commits, began = journal.commits, time.perf_counter()
+        while journal.gap_s == 0.08:  # calm: each move awaited
+            move()
+            await asyncio.sleep(0.002)
+            assert time.perf_counter() - began < 3.0, "the loop never counted as calm again"
+        assert [gap for gap, _share in changes] == [0.08, 0.01] and changes[1][1] < 0.6
+        commits, began = journal.commits, time.perf_counter()
+        while time.perf_counter() - began < 0.5:
+            move()
+            await asyncio.sleep(0.002)
+        assert journal.commits - commits >= 0.5 / 0.08 + 2  # the short gap again
+        await journal.flush()
+        assert [frame for frame, _ in socket.sent] == list(range(1, seq + 1))
+        assert all(durable >= cast(int, frame) for frame, durable in socket.sent)
+    finally:
+        await journal.close()
+        await log.close()
+
+
+async def test_a_journal_without_a_busy_gap_never_reads_the_loops_cpu_time(
+    file_store: RaceStore,
+) -> None:
+    def unread() -> float:
+        raise AssertionError("read")
+
+    log = SqlInputLog(file_store)
+    journal = Journal(log, 1, commit_gap_s=0.005, cpu_clock=unread)
+    journal.start()
+    try:
+        journal.open("A")
+        for seq in range(1, 40):
+            journal.record_move("A", "p1", seq, MoveAction.DRAW, None, seq)
+            journal.poll()
+            await asyncio.sleep(0.003)
+        await journal.flush()
+        assert journal.commits >= 5 and journal.gap_s == 0.005
+    finally:
+        await journal.close()
+        await log.close()
