@@ -109,7 +109,7 @@ class Settings:
     )
     log_commit_gap_busy_s: float = field(
         default=0.02,
-        metadata=_doc("the same while the event loop is busy (its thread 75% on a CPU)"),
+        metadata=_doc("the same while the event loop is busy (its thread 85% on a CPU)"),
     )
     redis_url: str = field(
         default="",

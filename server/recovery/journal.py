@@ -11,11 +11,13 @@ costs one commit per batch of inputs, not one per input.  A commit starts at
 least ``commit_gap_s`` after the one before: an idle server commits at once,
 a busy one in larger groups (each costs a transaction and a sync whatever its
 size, and the outputs it releases join into fewer writes).  While the event
-loop itself is busy (its thread on a CPU three quarters of the time or more,
+loop itself is busy (its thread on a CPU 85% of the time or more,
 :class:`LoopLoad`) the gap is ``busy_gap_s``, longer: at 10,000 players on one
 core a gap of 20 ms rather than 10 left the server 85-87% of the core against
-92-96%, where at 6,000 it saved little and cost 10 ms of the round trips' p99
-(performance-log.md, twenty-ninth part).
+92-96%, where at 6,000 it saved little and cost 10 ms of the round trips' p99;
+made busy from 75% of the time, players who move as soon as they are answered
+(the saturation benchmark) were answered later and made fewer moves, 39,600 a
+second against 44,000-49,000 (performance-log.md, twenty-ninth part).
 
 A log that can take an append without being awaited
 (:class:`~server.recovery.log.Submitting`: a SQLite file) is handed each group
@@ -69,8 +71,8 @@ _CALL: Final = object()
 #: The event loop counts as busy once its thread was on a CPU this share of the wall time
 #: or more, over a window of at least :data:`LOAD_WINDOW_S`, and calm again below
 #: :data:`CALM_SHARE` (:class:`LoopLoad`).
-BUSY_SHARE: Final = 0.75
-CALM_SHARE: Final = 0.6
+BUSY_SHARE: Final = 0.85
+CALM_SHARE: Final = 0.7
 LOAD_WINDOW_S: Final = 0.25
 
 

@@ -378,15 +378,15 @@ async def test_closing_while_the_next_commit_waits_for_its_gap_commits_it_first(
     assert log.submitted == 2 and log.awaited == 0
 
 
-def test_the_loops_load_is_busy_from_three_quarters_and_calm_again_under_six_tenths() -> None:
+def test_the_loops_load_is_busy_from_85_percent_and_calm_again_under_70() -> None:
     load = LoopLoad()
     assert not load.update(0.0, 0.0) and not load.busy  # the first look starts a window
     assert not load.update(0.1, 0.1) and not load.busy  # a window is a quarter second
-    assert load.update(0.3, 0.225) and load.busy and load.share == pytest.approx(0.75)
-    assert not load.update(0.6, 0.42) and load.busy  # 65%: between the two, still busy
-    assert load.update(0.9, 0.57) and not load.busy and load.share == pytest.approx(0.5)
-    assert not load.update(1.2, 0.78) and not load.busy  # 70%: not yet busy again
-    assert not load.update(3.2, 0.79) and load.share == pytest.approx(0.005)  # a quiet spell
+    assert load.update(0.3, 0.255) and load.busy and load.share == pytest.approx(0.85)
+    assert not load.update(0.6, 0.48) and load.busy  # 75%: between the two, still busy
+    assert load.update(0.9, 0.66) and not load.busy and load.share == pytest.approx(0.6)
+    assert not load.update(1.2, 0.9) and not load.busy  # 80%: not yet busy again
+    assert not load.update(3.2, 0.91) and load.share == pytest.approx(0.005)  # a quiet spell
 
 
 async def test_a_busy_loops_commits_come_the_busy_gap_apart_and_a_calm_ones_the_gap(
