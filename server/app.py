@@ -187,7 +187,9 @@ async def _start(
     """The input log, the hub and its rooms: every room the log holds is back (or, in
     cluster mode, ready to be taken over) when this returns.  What must be closed goes
     on ``opened``."""
-    gap, busy_gap = settings.log_commit_gap_s, settings.log_commit_gap_busy_s
+    gap = settings.log_commit_gap_s
+    # A busy gap shorter than the gap (a gap raised, the busy one left as it was) is the gap.
+    busy_gap = max(gap, settings.log_commit_gap_busy_s)
     if settings.cluster:
         node, cluster_log = _cluster_node(settings, app)
         opened.push_async_callback(_stop_node, app, node)

@@ -143,11 +143,6 @@ class Settings:
             )
         if self.progress_hz <= 0:
             raise SettingsError("progress_hz must be positive")
-        if self.log_commit_gap_busy_s < self.log_commit_gap_s:
-            raise SettingsError(
-                f"log_commit_gap_busy_s ({self.log_commit_gap_busy_s}) must be at least "
-                f"log_commit_gap_s ({self.log_commit_gap_s})"
-            )
         if not 0 < self.abuse_share <= 1:
             raise SettingsError(f"abuse_share must be in (0, 1], got {self.abuse_share}")
         if self.abuse_window_s <= 0:

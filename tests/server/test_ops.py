@@ -296,7 +296,6 @@ def test_settings_come_from_flags_then_environment_then_defaults() -> None:
         {"TRIPEAKS_LOG_LEVEL": "LOUD"},
         {"TRIPEAKS_TRUSTED_PROXIES": "not-a-network"},
         {"TRIPEAKS_PLAYER_RATE": "-1"},
-        {"TRIPEAKS_LOG_COMMIT_GAP_BUSY_S": "0.005"},  # under log_commit_gap_s
     ],
 )
 def test_bad_settings_are_refused_with_a_message_naming_them(env: dict[str, str]) -> None:
@@ -346,3 +345,18 @@ async def test_tripeaks_server_reports_an_unusable_database_and_exits_1(tmp_path
     events = [json.loads(line) for line in err.decode().splitlines() if line.startswith("{")]
     failed = [e for e in events if e["event"] == "server_failed"]
     assert failed and "mysql" in failed[0]["reason"]
+
+
+async def test_a_commit_gap_raised_past_the_busy_one_is_the_gap_whatever_the_load(
+    tmp_path: Path,
+) -> None:
+    """A deployment that raised ``log_commit_gap_s`` over the busy gap's default still
+    starts, and its commits never come closer together than it asked."""
+    async with running_server(tmp_path, log_commit_gap_s=0.05) as server:
+        journal = server.hub.journal
+        assert journal is not None
+        assert (journal.commit_gap_s, journal.busy_gap_s, journal.gap_s) == (0.05, 0.05, 0.05)
+    async with running_server(tmp_path) as server:
+        journal = server.hub.journal
+        assert journal is not None
+        assert (journal.commit_gap_s, journal.busy_gap_s) == (0.01, 0.02)
