@@ -43,12 +43,15 @@ def path_of(store: RaceStore) -> Path:
 async def started(
     store: RaceStore, epoch: int, *, busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
     commit_gap_s: float = 0.0, log: SqlInputLog | None = None,
+    busy_gap_s: float | None = None, cpu_clock: Callable[[], float] = time.thread_time,
 ) -> AsyncIterator[tuple[SqlInputLog, Journal]]:
     """A started journal on ``store``'s input log (``log``, if given), closed (journal,
     then log) at the end."""
     if log is None:
         log = SqlInputLog(store, busy_timeout_s=busy_timeout_s)
-    journal = Journal(log, epoch, commit_gap_s=commit_gap_s)
+    journal = Journal(
+        log, epoch, commit_gap_s=commit_gap_s, busy_gap_s=busy_gap_s, cpu_clock=cpu_clock
+    )
     journal.start()
     try:
         yield log, journal
@@ -394,12 +397,9 @@ async def test_a_busy_loops_commits_come_the_busy_gap_apart_and_a_calm_ones_the_
 ) -> None:
     """The loop's thread kept on the CPU (a long turn reading frames, the journal polled
     after each) makes the gap the busy one; awaiting between moves, it comes back."""
-    log = SqlInputLog(file_store)
-    journal = Journal(log, 1, commit_gap_s=0.01, busy_gap_s=0.08)
-    changes: list[tuple[float, float]] = []
-    journal.on_gap = lambda gap, share: changes.append((gap, share))
-    journal.start()
-    try:
+    async with started(file_store, 1, commit_gap_s=0.01, busy_gap_s=0.08) as (_log, journal):
+        changes: list[tuple[float, float]] = []
+        journal.on_gap = lambda gap, share: changes.append((gap, share))
         socket = Socket(path_of(file_store))
         journal.open("A")
         seq = 0
@@ -440,9 +440,6 @@ async def test_a_busy_loops_commits_come_the_busy_gap_apart_and_a_calm_ones_the_
         await journal.flush()
         assert [frame for frame, _ in socket.sent] == list(range(1, seq + 1))
         assert all(durable >= cast(int, frame) for frame, durable in socket.sent)
-    finally:
-        await journal.close()
-        await log.close()
 
 
 async def test_a_journal_without_a_busy_gap_never_reads_the_loops_cpu_time(
@@ -451,10 +448,7 @@ async def test_a_journal_without_a_busy_gap_never_reads_the_loops_cpu_time(
     def unread() -> float:
         raise AssertionError("read")
 
-    log = SqlInputLog(file_store)
-    journal = Journal(log, 1, commit_gap_s=0.005, cpu_clock=unread)
-    journal.start()
-    try:
+    async with started(file_store, 1, commit_gap_s=0.005, cpu_clock=unread) as (_log, journal):
         journal.open("A")
         for seq in range(1, 40):
             journal.record_move("A", "p1", seq, MoveAction.DRAW, None, seq)
@@ -462,6 +456,3 @@ async def test_a_journal_without_a_busy_gap_never_reads_the_loops_cpu_time(
             await asyncio.sleep(0.003)
         await journal.flush()
         assert journal.commits >= 5 and journal.gap_s == 0.005
-    finally:
-        await journal.close()
-        await log.close()
