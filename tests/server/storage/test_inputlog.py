@@ -332,6 +332,103 @@ async def test_a_fold_copies_a_few_hundred_rows_at_a_time_and_appends_do_not_wai
         await log.close()
 
 
+def owed_fold(
+    path: Path, log: SqlInputLog, trace: Callable[[str], object]
+) -> tuple[list[tuple[str, int, int, str]], threading.Event, threading.Event]:
+    """A tail a crash left with six statements' worth of rows, folded as soon as the log
+    starts; the fold's connection traced with ``trace`` and stopped before it sorts until
+    the second event is set (the first says it is there)."""
+    rows = [(f"R{n % 97:02d}", n // 97, 1, f"x{n}") for n in range(6 * FOLD_ROWS)]
+    left_in(path, TAILS[1], rows)
+    sorting, sort = threading.Event(), threading.Event()
+
+    def traced(statement: str) -> None:
+        if statement.startswith("CREATE TEMP TABLE") and not sorting.is_set():
+            sorting.set()
+            sort.wait(10)
+        trace(statement)
+
+    appender_of(log).prepare_fold = lambda conn: conn.set_trace_callback(traced)
+    return rows, sorting, sort
+
+
+def many_rooms(count: int) -> list[Run]:
+    """One entry for each of ``count`` rooms: ``count`` rows appended."""
+    return [Run(f"new{n:04d}", 0, 1, ["n"]) for n in range(count)]
+
+
+async def test_a_fold_copies_twice_what_is_appended_while_it_runs_after_one_commit(
+    file_store: RaceStore,
+) -> None:
+    """One statement per commit would fall behind appends of more than FOLD_ROWS rows a
+    commit: the fold is owed two rows for each row appended since it began, and copies
+    what it owes after a commit, a statement of FOLD_ROWS rows at a time."""
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store, fold_every_s=3600)
+    appender = appender_of(log)
+    copies: list[str] = []
+    rows, sorting, sort = owed_fold(
+        path, log, lambda text: copies.append(text) if text.startswith("INSERT OR") else None
+    )
+    try:
+        await log.append([Run("first", 0, 1, ["f"])])
+        await eventually(sorting.is_set)  # the fold began: what comes now is owed to it
+        await log.append(many_rooms(3 * FOLD_ROWS))  # owed: 6 * FOLD_ROWS, the whole tail
+        sort.set()
+        await eventually(lambda: appender.folds == 1)
+        assert len(copies) == 6
+        assert appender.copy_rounds == 1
+        assert stored_rows(path, ["room_inputs"]) == sorted(rows)
+    finally:
+        sort.set()
+        await log.close()
+
+
+async def test_a_round_of_copies_stops_for_an_append_that_waits(file_store: RaceStore) -> None:
+    """Each copy holds the database's write lock: the fold's round stops after the copy
+    during which an append came, and the next round follows a commit."""
+    path = file_store.sqlite_path
+    assert path is not None
+    log = SqlInputLog(file_store, fold_every_s=3600)
+    appender = appender_of(log)
+    copies: list[int] = []  # the round each copy was taken in
+    second_copy, third_copy, go_on, late = (threading.Event() for _ in range(4))
+
+    def fold_trace(statement: str) -> None:
+        if statement.startswith("INSERT OR"):
+            copies.append(appender.copy_rounds)
+            if len(copies) == 2:
+                second_copy.set()
+                go_on.wait(10)  # until the late append below is under way
+            if len(copies) == 3:
+                third_copy.set()
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        if late.is_set() and not go_on.is_set():
+            go_on.set()  # the second copy runs while this append is under way
+            third_copy.wait(10)  # and the append goes on once the third copy began
+
+    _, sorting, sort = owed_fold(path, log, fold_trace)
+    appender.prepare = prepare
+    try:
+        await log.append([Run("first", 0, 1, ["f"])])
+        await eventually(sorting.is_set)
+        await log.append(many_rooms(3 * FOLD_ROWS))  # owed: the whole tail in one round
+        sort.set()
+        await eventually(second_copy.is_set)
+        late.set()
+        await asyncio.wait_for(log.append([Run("late", 0, 1, ["l"])]), 10)
+        await eventually(lambda: appender.folds == 1)
+        assert len(copies) == 6
+        assert copies[:3] == [1, 1, 2]  # the round stopped after the second copy
+        assert ("late", 0, 1, "l") in stored_rows(path, [TAILS[0]])
+    finally:
+        go_on.set()
+        sort.set()
+        await log.close()
+
+
 async def test_a_room_dropped_while_a_fold_holds_its_sorted_rows_is_not_copied_back(
     file_store: RaceStore,
 ) -> None:
