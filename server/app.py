@@ -38,7 +38,6 @@ from server.race.listing import RoomListing, listing_cost
 from server.race.ratelimit import AddressLimiter
 from server.reader import ConnectionReader
 from server.recovery.journal import Journal
-from server.recovery.log import InputLog
 from server.recovery.resume import load_rooms
 from server.storage.inputlog import SqlInputLog
 from server.storage.store import RaceStore
@@ -301,7 +300,7 @@ async def _replay(hub: Hub) -> None:
         )
 
 
-async def _resume(hub: Hub, log: InputLog) -> None:
+async def _resume(hub: Hub, log: SqlInputLog) -> None:
     """Take back every room the input log holds, before serving anyone."""
     rebuilt = await load_rooms(log, hub.timings)
     for room in rebuilt:

@@ -359,12 +359,16 @@ class Journal:
             if handoff is not None:
                 runs, held, drops, error = handoff
                 try:
-                    await self._commit(runs, error)
+                    try:
+                        await self._commit(runs, error)
+                    finally:
+                        # Out before the drop: what is held waits only for its commit (a
+                        # drop reads the whole tail of a SQLite file's log).
+                        self._release(held)
                     if drops:
                         await self._drop(drops)
                 finally:
                     self._busy = False
-                    self._release(held)
             if not (self._staged or self._held or self._drops):
                 self._idle.set()
             elif self._woken:  # an input resumed the chain that has now ended: go on

@@ -1,7 +1,7 @@
 """Rooms rebuilt from their input logs after a restart.
 
 At start-up, before the server takes connections, :func:`load_rooms` reads
-every room's log (:mod:`server.recovery.log`) and :func:`replay` feeds it,
+every room's log (:mod:`server.recovery.log`), all at once, and :func:`replay` feeds it,
 input by input, through :func:`server.race.inputs.apply` into a fresh room,
 discarding the outputs: the reducers are pure, so the room comes back as it
 was after its last logged input.  What the shell must then do with a
@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from protocol.wire.errors import ProtocolError
 from server import logs
@@ -35,7 +36,20 @@ from server.race.records import RaceRecord
 from server.race.room import Room
 from server.race.room_types import Identity, RoomTimings
 from server.recovery import codec
-from server.recovery.log import InputLog
+
+
+class WholeLog(Protocol):
+    """What a restart reads the rooms from: a log that gives every room's entries at
+    once (:meth:`server.storage.inputlog.SqlInputLog.read_all`: its tails have no key,
+    and reading them room by room would read all of them for each room)."""
+
+    async def read_all(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Every room's entries as ``(index, epoch, data)``, each room's in index order."""
+        ...
+
+    async def drop(self, rooms: Sequence[str]) -> None:
+        """Forget these rooms' logs."""
+        ...
 
 
 class ReplayError(ValueError):
@@ -94,13 +108,13 @@ def _decode(text: str, index: int) -> codec.LoggedInput:
         raise ReplayError(f"entry {index}: {exc}") from exc
 
 
-async def load_rooms(log: InputLog, timings: RoomTimings) -> list[Rebuilt]:
+async def load_rooms(log: WholeLog, timings: RoomTimings) -> list[Rebuilt]:
     """Every room the log can rebuild, oldest first; closed rooms' and broken logs are
     dropped (a broken one is reported)."""
     rebuilt: list[Rebuilt] = []
     finished: list[str] = []
-    for code in await log.rooms():
-        entries = [data for _index, _epoch, data in await log.read(code)]
+    for code, logged in (await log.read_all()).items():
+        entries = [data for _index, _epoch, data in logged]
         try:
             room = replay(entries, timings)
         except ReplayError as exc:

@@ -351,6 +351,46 @@ async def test_rooms_forgotten_while_commits_follow_each_other_are_dropped_after
         assert log.awaited >= 1 and log.submitted >= 2
 
 
+class GatedDrop(SqlInputLog):
+    """The real input log, whose drops wait for :attr:`go` once they began."""
+
+    def __init__(self, store: RaceStore) -> None:
+        super().__init__(store)
+        self.dropping = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def drop(self, rooms: Sequence[str]) -> None:
+        self.dropping.set()
+        await self.go.wait()
+        await super().drop(rooms)
+
+
+async def test_what_a_commit_holds_goes_out_without_waiting_for_the_drop_after_it(
+    file_store: RaceStore,
+) -> None:
+    """A drop reads the whole tail of the log: the answers of the commit before it go out
+    once that commit is on disk, and the drop follows."""
+    log = GatedDrop(file_store)
+    async with started(file_store, 1, log=log) as (_log, journal):
+        socket = Socket(path_of(file_store))
+        journal.open("A")
+        journal.open("B")
+        journal.record_move("B", "p2", 1, MoveAction.DRAW, None, 1)
+        await journal.flush()
+        journal.record_move("A", "p1", 1, MoveAction.DRAW, None, 2)
+        journal.hold_send(socket, "answer")
+        journal.forget("B")
+        try:
+            async with asyncio.timeout(10):
+                await log.dropping.wait()
+            assert socket.sent == [("answer", 2)]  # out, and on disk before it went
+            assert await log.rooms() == ["A", "B"]  # the drop is still under way
+        finally:
+            log.go.set()
+        await journal.flush()
+        assert await log.rooms() == ["A"]
+
+
 async def test_closing_while_the_next_commit_waits_for_its_gap_commits_it_first(
     file_store: RaceStore,
 ) -> None:

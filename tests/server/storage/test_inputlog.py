@@ -257,6 +257,7 @@ async def test_rows_a_crash_left_in_a_tail_and_in_room_inputs_are_read_once_then
         expected = [(0, 1, "a0"), (1, 1, "a1"), (2, 1, "a2"), (3, 2, "a3")]
         assert await log.read("A") == expected
         assert await log.read("B") == [(0, 2, "b0")]
+        assert await log.read_all() == {"A": expected, "B": [(0, 2, "b0")]}
         assert await log.rooms() == ["A", "B"]
         assert await log.max_epoch() == 2
         await log.append([Run("B", 1, 3, ["b1"])])  # into the first tail, behind the crash's
@@ -268,9 +269,32 @@ async def test_rows_a_crash_left_in_a_tail_and_in_room_inputs_are_read_once_then
             ("B", 0, 2, "b0"), ("B", 1, 3, "b1"),
         ]
         assert await log.read("A") == expected
+        assert await log.read_all() == {"A": expected, "B": [(0, 2, "b0"), (1, 3, "b1")]}
         assert await log.max_epoch() == 3
         await log.drop(["A"])
         assert await log.rooms() == ["B"]
+    finally:
+        await log.close()
+
+
+async def test_every_room_s_log_is_read_at_once_as_each_is_read_alone(
+    file_store: RaceStore,
+) -> None:
+    """A restart reads every room's log in one query: the same entries, each once and in
+    order, as reading the rooms one by one, wherever their rows stand."""
+    path = file_store.sqlite_path
+    assert path is not None
+    rows = [(f"R{n % 7}", n // 7 * 2, 1, f"e{n}a\ne{n}b") for n in range(70)]
+    left_in(path, "room_inputs", rows[:40])
+    left_in(path, TAILS[1], rows[30:55])  # ten of them copied already, as a crash leaves
+    left_in(path, TAILS[0], rows[55:])
+    log = SqlInputLog(file_store, fold_every_s=3600)
+    try:
+        every = await log.read_all()
+        assert list(every) == await log.rooms() == [f"R{n}" for n in range(7)]
+        for room, entries in every.items():
+            assert entries == await log.read(room)
+            assert [index for index, _e, _d in entries] == list(range(20))
     finally:
         await log.close()
 
