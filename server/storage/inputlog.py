@@ -191,31 +191,39 @@ class SqlInputLog:
     async def read(self, room: str) -> list[tuple[int, int, str]]:
         """Room ``room``'s entries as ``(index, epoch, data)``, in index order, each once
         (a row may stand in a tail and in ``room_inputs`` while a fold copies it)."""
-        query = _union(lambda table: table.c.room_code == room).order_by("idx", "src")
-        async with self.store.reading() as conn:
-            rows = (await conn.execute(query)).all()
-        entries: list[tuple[int, int, str]] = []
-        after = -1  # the highest index read so far
-        for row in rows:
-            after = _add_run(entries, after, int(row.idx), int(row.epoch), str(row.input_json))
-        return entries
+        return (await self._read(room)).get(room, [])
 
     async def read_all(self) -> dict[str, list[tuple[int, int, str]]]:
         """Every room's entries, as :meth:`read` gives them, by room in code order: one
         query, which reads each table once (the tails have no key: reading them room by
         room would read all of them for each room)."""
-        query = _union(None).order_by("room_code", "idx", "src")
-        logs: dict[str, list[tuple[int, int, str]]] = {}
+        return await self._read(None)
+
+    async def _read(self, room: str | None) -> dict[str, list[tuple[int, int, str]]]:
+        """The entries of room ``room`` (``None``: of every room), by room."""
+        parts = []
+        for order, table in enumerate(_TABLES):
+            part = sa.select(
+                table.c.room_code, table.c.idx, table.c.epoch, table.c.input_json,
+                sa.literal(order).label("src"),
+            )
+            parts.append(part if room is None else part.where(table.c.room_code == room))
+        query = sa.union_all(*parts).order_by("room_code", "idx", "src")
         async with self.store.reading() as conn:
             rows = (await conn.execute(query)).all()
-        room: str | None = None
+        logs: dict[str, list[tuple[int, int, str]]] = {}
         entries: list[tuple[int, int, str]] = []
-        after = -1
+        after = -1  # the highest index of the room read so far
         for row in rows:
-            if row.room_code != room:
-                room, entries, after = str(row.room_code), [], -1
-                logs[room] = entries
-            after = _add_run(entries, after, int(row.idx), int(row.epoch), str(row.input_json))
+            code = str(row.room_code)
+            if code not in logs:
+                entries = logs[code] = []
+                after = -1
+            for offset, data in enumerate(str(row.input_json).split("\n")):
+                index = int(row.idx) + offset
+                if index > after:
+                    entries.append((index, int(row.epoch), data))
+                    after = index
         return logs
 
     async def rooms(self) -> list[str]:
@@ -255,31 +263,3 @@ class SqlInputLog:
             await loop.run_in_executor(
                 None, functools.partial(appender.forget, list(rooms), deleted=True)
             )
-
-
-def _union(
-    where: Callable[[sa.Table], sa.ColumnElement[bool]] | None,
-) -> sa.CompoundSelect[tuple[str, int, int, str, int]]:
-    """The rows of the three tables (``where`` each, if given), each marked with its
-    table's place (``src``: ``room_inputs`` first), room code included."""
-    parts = []
-    for order, table in enumerate(_TABLES):
-        part = sa.select(
-            table.c.room_code, table.c.idx, table.c.epoch, table.c.input_json,
-            sa.literal(order).label("src"),
-        )
-        parts.append(part if where is None else part.where(where(table)))
-    return sa.union_all(*parts)
-
-
-def _add_run(
-    entries: list[tuple[int, int, str]], after: int, first: int, epoch: int, text: str
-) -> int:
-    """Append to ``entries`` the entries of a row (a run from index ``first``) above index
-    ``after``, the highest read so far; the highest after it."""
-    for offset, data in enumerate(text.split("\n")):
-        index = first + offset
-        if index > after:
-            entries.append((index, epoch, data))
-            after = index
-    return after
